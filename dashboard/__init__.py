@@ -1,0 +1,1 @@
+"""roofwatch dashboard: server-rendered pages with Plotly charts (plotly.js served locally)."""

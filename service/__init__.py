@@ -1,0 +1,1 @@
+"""roofwatch service: configuration, database, analysis, tasks, API and CLI."""

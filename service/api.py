@@ -1,0 +1,82 @@
+"""JSON API: runs, benchmarks, series, changes, devices (read-only so far)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Query
+from sqlmodel import select
+
+from service import queries
+from service.deps import SessionDep
+from service.models import (
+    Benchmark, Commit, Device, Measurement, Repository, Run, SuiteExecution, TestOutcome,
+)
+
+router = APIRouter(prefix="/api", tags=["api"])
+
+
+def _repository_id(session: SessionDep, repo: str | None) -> int | None:
+    if repo is None:
+        return None
+    row = session.exec(select(Repository).where(Repository.full_name == repo)).first()
+    if row is None:
+        raise HTTPException(404, f"unknown repository {repo!r}")
+    return row.id
+
+
+@router.get("/repositories")
+def list_repositories(session: SessionDep) -> list[Repository]:
+    return list(session.exec(select(Repository)).all())
+
+
+@router.get("/runs")
+def list_runs(session: SessionDep, repo: str | None = None,
+              limit: int = Query(50, ge=1, le=1000)) -> list[dict[str, Any]]:
+    return queries.recent_runs(session, _repository_id(session, repo), limit)
+
+
+@router.get("/runs/{run_id}")
+def get_run(run_id: int, session: SessionDep) -> dict[str, Any]:
+    run = session.get(Run, run_id)
+    if run is None:
+        raise HTTPException(404, f"no run {run_id}")
+    commit = session.get(Commit, run.commit_id)
+    return {
+        "run": run,
+        "commit": commit,
+        "device": session.get(Device, run.device_id) if run.device_id else None,
+        "suites": session.exec(select(SuiteExecution).where(SuiteExecution.run_id == run_id)).all(),
+        "outcomes": session.exec(select(TestOutcome).where(TestOutcome.run_id == run_id)).all(),
+        "measurements": [
+            {"benchmark": b.name, "benchmark_id": b.id, "median": m.median, "iqr": m.iqr, "n": m.n,
+             "cv": m.cv, "achieved_flops": m.achieved_flops, "achieved_bandwidth": m.achieved_bandwidth,
+             "roofline_fraction": m.roofline_fraction}
+            for m, b in session.exec(
+                select(Measurement, Benchmark).join(Benchmark).where(Measurement.run_id == run_id)).all()
+        ],
+    }
+
+
+@router.get("/benchmarks")
+def list_benchmarks(session: SessionDep, repo: str | None = None) -> list[Benchmark]:
+    return queries.benchmarks(session, _repository_id(session, repo))
+
+
+@router.get("/benchmarks/{benchmark_id}/series")
+def get_series(benchmark_id: int, session: SessionDep) -> dict[str, Any]:
+    benchmark = session.get(Benchmark, benchmark_id)
+    if benchmark is None:
+        raise HTTPException(404, f"no benchmark {benchmark_id}")
+    return {"benchmark": benchmark, "points": queries.series(session, benchmark_id)}
+
+
+@router.get("/changes")
+def list_changes(session: SessionDep, repo: str | None = None) -> list[dict[str, Any]]:
+    _repository_id(session, repo)
+    return queries.change_rows(session, repo)
+
+
+@router.get("/devices")
+def list_devices(session: SessionDep) -> list[Device]:
+    return queries.devices(session)

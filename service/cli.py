@@ -1,0 +1,157 @@
+"""The ``roofwatch`` command line (Typer + Rich)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from service.config import get_settings
+
+app = typer.Typer(help="Performance-regression CI for GPU kernels.", no_args_is_help=True,
+                  pretty_exceptions_enable=False)
+repo_app = typer.Typer(help="Register repositories.", no_args_is_help=True)
+db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+app.add_typer(repo_app, name="repo")
+app.add_typer(db_app, name="db")
+console = Console()
+err = Console(stderr=True)
+
+
+def _fail(message: str, code: int = 2) -> None:
+    err.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(code)
+
+
+def _prepare_database() -> None:
+    """Migrate automatically on the embedded SQLite default; a shared server is migrated on purpose."""
+    settings = get_settings()
+    if settings.sqlalchemy_url.startswith("sqlite"):
+        from service.db import migrate
+
+        migrate()
+
+
+@db_app.command("upgrade")
+def db_upgrade(revision: str = "head") -> None:
+    """Apply migrations up to REVISION."""
+    from service.db import migrate
+
+    migrate(revision=revision)
+    console.print(f"database at [bold]{revision}[/]")
+
+
+@repo_app.command("add")
+def repo_add(
+    full_name: Annotated[str, typer.Argument(help="OWNER/NAME as GitHub spells it")],
+    clone_url: Annotated[str, typer.Option("--clone-url", help="URL, mirror or local path to clone from")],
+    default_branch: Annotated[str, typer.Option("--default-branch")] = "main",
+) -> None:
+    """Register a repository; webhooks for OWNER/NAME then clone from CLONE_URL."""
+    from service.db import session_scope
+    from service.repos import register
+    from workers.errors import RoofwatchError
+
+    _prepare_database()
+    try:
+        with session_scope() as session:
+            repository = register(session, full_name, clone_url, default_branch)
+            console.print(f"registered [bold]{repository.full_name}[/] → {repository.clone_url}")
+    except RoofwatchError as exc:
+        _fail(str(exc))
+
+
+@app.command()
+def run(
+    repo: Annotated[str, typer.Option("--repo", help="registered OWNER/NAME, local path or clone URL")],
+    rev: Annotated[Optional[list[str]], typer.Option("--rev", help="commit to measure (repeatable)")] = None,
+    range_: Annotated[Optional[str], typer.Option("--range", help="A..B: every first-parent commit after A up to B")] = None,
+    last: Annotated[Optional[int], typer.Option("--last", min=1, help="the last N commits up to --rev (default HEAD)")] = None,
+    force: Annotated[bool, typer.Option("--force", help="measure again commits already measured on this device")] = False,
+    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="with a broker: wait for the runs")] = True,
+    device_class: Annotated[Optional[str], typer.Option("--device-class", help="with a broker: the device queue to use")] = None,
+) -> None:
+    """Check out and run the suites on each commit, store, analyse, print a summary."""
+    from service.run_command import RunRequest, execute
+
+    _prepare_database()
+    request = RunRequest(repo=repo, revs=rev or [], range_spec=range_, last=last, force=force,
+                         wait=wait, device_class=device_class)
+    code = execute(request, console)
+    raise typer.Exit(code)
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port")] = 8000,
+) -> None:
+    """API, dashboard and webhook endpoint."""
+    import uvicorn
+
+    from service.app import create_app
+
+    _prepare_database()
+    console.print(f"roofwatch dashboard on [link]http://{host}:{port}/[/link]")
+    uvicorn.run(create_app(), host=host, port=port, log_level="info")
+
+
+@app.command()
+def worker(
+    gpu: Annotated[Optional[int], typer.Option("--gpu", help="GPU index to pin (CUDA_VISIBLE_DEVICES)")] = None,
+    queues: Annotated[Optional[str], typer.Option("--queues", help="comma-separated queues")] = None,
+    loglevel: Annotated[str, typer.Option("--loglevel")] = "info",
+) -> None:
+    """A Celery worker: this machine's device queue plus `cpu` and `ingest` by default."""
+    import os
+
+    from workers.celery_app import CPU_QUEUE, INGEST_QUEUE, app as celery_app
+    from workers.device import probe, queue_name
+
+    settings = get_settings()
+    if settings.embedded:
+        _fail("a worker needs ROOFWATCH_BROKER_URL (without a broker, `roofwatch run` executes in-process)")
+    if gpu is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
+    device = probe(0)
+    names = queues or ",".join([queue_name(device.device_class), CPU_QUEUE, INGEST_QUEUE])
+    console.print(f"worker for [bold]{device.device_class}[/] on queues {names}")
+    celery_app.worker_main([
+        "worker", f"--queues={names}", "--concurrency=1", "--prefetch-multiplier=1",
+        f"--loglevel={loglevel}", f"--hostname=roofwatch-{os.getpid()}@%h",
+    ])
+
+
+@app.command()
+def regressions(
+    repo: Annotated[Optional[str], typer.Option("--repo")] = None,
+    format_: Annotated[str, typer.Option("--format", help="table | json")] = "table",
+) -> None:
+    """The detected changes."""
+    from service.db import session_scope
+    from service.queries import change_rows
+
+    _prepare_database()
+    with session_scope() as session:
+        rows = change_rows(session, repo)
+    if format_ == "json":
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return
+    table = Table("benchmark / test", "suite", "kind", "commit", "Δ %", "interval", "p", "state")
+    for row in rows:
+        commit = (row["commit"] or f"{row['range'] or '?'}")[:19]
+        pct = "" if row["change_pct"] is None else f"{row['change_pct']:+.1f}"
+        interval = "" if row["ci_low"] is None else f"[{row['ci_low']:+.1f}, {row['ci_high']:+.1f}]"
+        p = "" if row["p_value"] is None else f"{row['p_value']:.2g}"
+        table.add_row(row["benchmark"], row["suite"], row["kind"], commit, pct, interval, p, row["state"])
+    console.print(table if rows else "no changes detected")
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.WARNING)
+    app()

@@ -1,0 +1,24 @@
+"""The roofs a device's measurements are held to: measured peaks first, datasheet as fallback."""
+
+from __future__ import annotations
+
+from service.models import Device
+from suites.roofline import Peaks, datasheet_peaks, roofline_fraction
+
+
+def peaks_for(device: Device) -> Peaks | None:
+    """Calibrated peaks when ``roofwatch calibrate`` stored them, else datasheet ones, else None."""
+    if device.peak_bandwidth and device.peak_flops:
+        return Peaks(bandwidth=device.peak_bandwidth, flops=dict(device.peak_flops), source="measured")
+    return datasheet_peaks(device.device_class)
+
+
+def fraction_of_roofline(peaks: Peaks, flops: float, bytes_moved: float, seconds: float,
+                         dtype: str) -> float:
+    """Roofline fraction for one call; raises ``RooflineError`` above 1 (a harness error).
+
+    A dtype without its own compute roof is held to the fp32 one: the slowest roof the
+    device has, so the fraction is never flattered.
+    """
+    peak = peaks.flops.get(dtype) or peaks.flops.get("fp32") or min(peaks.flops.values())
+    return roofline_fraction(flops, bytes_moved, seconds, peak, peaks.bandwidth)

@@ -1,0 +1,93 @@
+"""The result envelope: everything a GPU worker learned about one commit, as versioned JSON.
+
+It is the only thing that travels from a worker to the service (through the ``ingest``
+queue), so it carries no credentials and no database ids beyond the run it answers.
+Bump ``ENVELOPE_VERSION`` on any incompatible change; ingest refuses versions it does not know.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+ENVELOPE_VERSION = 1
+
+
+class DeviceInfo(BaseModel):
+    device_class: str
+    fingerprint: str
+    uuid: str = ""
+    driver: str = ""
+    cuda: str = ""
+    torch_version: str = ""
+    triton_version: str = ""
+    sm_clock_mhz: float | None = None
+    power_limit_w: float | None = None
+    l2_bytes: int | None = None
+    hostname: str = ""
+
+
+class OutcomeRecord(BaseModel):
+    test_id: str
+    outcome: Literal["passed", "failed", "error", "skipped"]
+    message: str = ""
+    duration_s: float = 0.0
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+
+
+class MeasurementRecord(BaseModel):
+    """One pytest-benchmark entry. Times in seconds per call."""
+
+    name: str
+    params: str = ""
+    group: str = ""
+    samples: list[float] = Field(default_factory=list)
+    median: float
+    iqr: float
+    min: float
+    mean: float
+    n: int
+    stddev: float = 0.0
+    flops: float | None = None  # FLOP per call
+    bytes: float | None = None  # compulsory bytes moved per call
+    dtype: str = ""
+    shape: str = ""
+    extra_info: dict[str, object] = Field(default_factory=dict)
+
+
+class SuiteResult(BaseModel):
+    name: str
+    kind: Literal["correctness", "benchmark"]
+    status: Literal["passed", "failed", "errored", "timeout"]
+    reason: str = ""
+    exit_code: int | None = None
+    duration_s: float = 0.0
+    output_tail: str = ""
+    outcomes: list[OutcomeRecord] = Field(default_factory=list)
+    measurements: list[MeasurementRecord] = Field(default_factory=list)
+
+
+class CommitRecord(BaseModel):
+    sha: str
+    parents: list[str] = Field(default_factory=list)
+    author: str = ""
+    message: str = ""
+    committed_at: datetime | None = None
+
+
+class Envelope(BaseModel):
+    version: int = ENVELOPE_VERSION
+    run_id: int
+    idempotency_key: str
+    repository: str
+    sha: str
+    status: Literal["succeeded", "failed", "errored", "skipped"]
+    reason: str = ""
+    commit: CommitRecord | None = None
+    device: DeviceInfo
+    suites: list[SuiteResult] = Field(default_factory=list)
+    started_at: datetime
+    finished_at: datetime

@@ -1,0 +1,178 @@
+"""Run every suite a commit declares and pack what happened into an envelope.
+
+Order of events for one commit: mirror → worktree at the SHA → read the suites table →
+(setup, cached) → each suite in the sandbox → parse its result file → envelope. Any step
+failing becomes data in the envelope; the other suites still run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import signal
+import tempfile
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from workers import checkout, sandbox
+from workers.device import probe
+from workers.envelope import CommitRecord, DeviceInfo, Envelope, SuiteResult
+from workers.errors import CheckoutError, ResultFileError, SuiteConfigError
+from workers.results import parse_benchmark_json, parse_junit
+from workers.suite_config import SuiteSpec, load_suites
+
+log = logging.getLogger(__name__)
+
+# pytest's exit codes: 0 all passed, 1 some tests failed, 5 none collected; others mean
+# pytest itself did not finish (interrupted, internal error, usage error) or a crash.
+PYTEST_TESTS_FAILED = 1
+PYTEST_NO_TESTS = 5
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a worker needs to measure one commit. Plain data: it travels through Celery."""
+
+    run_id: int
+    idempotency_key: str
+    repository: str
+    clone_url: str
+    sha: str
+    data_dir: str
+    suite_timeout_s: float = 1800.0
+    output_limit: int = 1_000_000
+
+
+Progress = Callable[[str, str], None]  # (suite name, event: "start" | status)
+
+# Set by an in-process caller (the CLI in embedded mode) to see suites start and finish.
+local_progress: ContextVar[Progress | None] = ContextVar("local_progress", default=None)
+
+
+def _utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def run_job(job: Job, device: DeviceInfo | None = None, progress: Progress | None = None) -> Envelope:
+    started = _utcnow()
+    device = device or probe()
+    data_dir = Path(job.data_dir)
+
+    def envelope(status: str, reason: str = "", suites: list[SuiteResult] | None = None,
+                  commit: CommitRecord | None = None) -> Envelope:
+        return Envelope(
+            run_id=job.run_id, idempotency_key=job.idempotency_key, repository=job.repository,
+            sha=job.sha, status=status, reason=reason, commit=commit, device=device,  # type: ignore[arg-type]
+            suites=suites or [], started_at=started, finished_at=_utcnow(),
+        )
+
+    try:
+        mirror = checkout.ensure_mirror(data_dir / "mirrors", job.clone_url)
+        info = checkout.commit_info(mirror, job.sha) if checkout.has_commit(mirror, job.sha) else None
+        commit = CommitRecord(**vars(info)) if info else None
+        with checkout.worktree(mirror, job.sha, data_dir / "worktrees") as tree:
+            try:
+                specs = load_suites(tree)
+            except SuiteConfigError as exc:
+                return envelope("errored", str(exc), commit=commit)
+            if specs is None:
+                return envelope("skipped", "no [[tool.roofwatch.suites]] in pyproject.toml", commit=commit)
+            results = [_run_suite(spec, tree, data_dir, job, progress) for spec in specs]
+    except CheckoutError as exc:
+        return envelope("errored", str(exc))
+
+    if any(r.status in ("errored",) for r in results):
+        status = "errored"
+    elif any(r.status in ("failed", "timeout") for r in results):
+        status = "failed"
+    else:
+        status = "succeeded"
+    failed = [r.name for r in results if r.status != "passed"]
+    return envelope(status, f"suites not passed: {', '.join(failed)}" if failed else "", results, commit)
+
+
+def _run_setup(spec: SuiteSpec, tree: Path, data_dir: Path, job: Job) -> str | None:
+    """Run the suite's setup once per distinct set of inputs; the error text, or None."""
+    if not spec.setup:
+        return None
+    digest = hashlib.sha256(spec.setup.encode())
+    for name in spec.setup_inputs:
+        path = tree / name
+        digest.update(path.read_bytes() if path.is_file() else b"<missing>")
+    marker = data_dir / "setup-cache" / f"{job.repository.replace('/', '_')}-{digest.hexdigest()[:16]}"
+    if marker.exists():
+        return None
+    done = sandbox.run(
+        ["/bin/sh", "-c", spec.setup], tree, sandbox.scrubbed_env(spec.env, pythonpath=tree),
+        spec.timeout or job.suite_timeout_s, job.output_limit,
+    )
+    if done.timed_out or done.exit_code != 0:
+        return f"setup `{spec.setup}` failed (exit {done.exit_code}):\n{done.output[-2000:]}"
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.touch()
+    return None
+
+
+def _run_suite(spec: SuiteSpec, tree: Path, data_dir: Path, job: Job,
+               progress: Progress | None) -> SuiteResult:
+    if progress:
+        progress(spec.name, "start")
+    setup_error = _run_setup(spec, tree, data_dir, job)
+    if setup_error:
+        result = SuiteResult(name=spec.name, kind=spec.kind, status="errored", reason=setup_error)
+    else:
+        with tempfile.TemporaryDirectory(prefix="roofwatch-results-") as scratch:
+            result = _execute(spec, tree, Path(scratch), job)
+    if progress:
+        progress(spec.name, result.status)
+    return result
+
+
+def _execute(spec: SuiteSpec, tree: Path, scratch: Path, job: Job) -> SuiteResult:
+    result_file = scratch / ("junit.xml" if spec.kind == "correctness" else "benchmark.json")
+    flag = "--junitxml" if spec.kind == "correctness" else "--benchmark-json"
+    argv = [*spec.argv(), f"{flag}={result_file}"]
+    timeout = spec.timeout or job.suite_timeout_s
+    done = sandbox.run(argv, tree, sandbox.scrubbed_env(spec.env, pythonpath=tree), timeout, job.output_limit)
+    base = dict(name=spec.name, kind=spec.kind, exit_code=done.exit_code,
+                duration_s=done.duration_s, output_tail=done.output[-20_000:])
+    if done.timed_out:
+        return SuiteResult(**base, status="timeout", reason=f"timed out after {timeout:.0f} s and was killed")
+    try:
+        if spec.kind == "correctness":
+            outcomes = parse_junit(result_file)
+            measurements = []
+        else:
+            outcomes = []
+            measurements = parse_benchmark_json(result_file)
+    except ResultFileError as exc:
+        reason = str(exc)
+        if done.exit_code not in (0, None):
+            reason = f"{_exit_reason(done.exit_code)}; {reason}"
+        return SuiteResult(**base, status="errored", reason=reason)
+
+    if done.exit_code == 0:
+        status, reason = "passed", ""
+    elif done.exit_code == PYTEST_TESTS_FAILED:
+        failed = sum(o.outcome in ("failed", "error") for o in outcomes)
+        status, reason = "failed", f"{failed} test(s) failed" if failed else "the suite reported failures"
+    elif done.exit_code == PYTEST_NO_TESTS:
+        status, reason = "errored", "no tests were collected"
+    else:
+        status, reason = "errored", _exit_reason(done.exit_code)
+    return SuiteResult(**base, status=status, reason=reason, outcomes=outcomes, measurements=measurements)
+
+
+def _exit_reason(code: int | None) -> str:
+    if code is None:
+        return "the command could not be started"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"crashed ({name})"
+    return f"exited with status {code}"

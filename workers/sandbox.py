@@ -1,0 +1,147 @@
+"""Run one untrusted command: own process group, scrubbed environment, time and output caps.
+
+A suite is someone else's code running on our GPU host. It gets no service secrets, it
+cannot outlive its timeout (the whole process group is killed), and it cannot fill memory
+with output (we keep the head and the tail, and count what we dropped).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+# Variables a suite legitimately needs; everything else (ROOFWATCH_*, GITHUB_*, cloud
+# credentials, tokens) stays behind.
+ALLOWED_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TMPDIR", "USER", "LOGNAME", "TZ",
+               "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH",
+               "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "OMP_NUM_THREADS",
+               "TRITON_INTERPRET", "TRITON_CACHE_DIR", "TRITON_HOME", "TORCHINDUCTOR_CACHE_DIR",
+               "XDG_CACHE_HOME", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS")
+ALLOWED_PREFIXES = ("LC_",)
+KILL_GRACE_S = 5.0
+
+
+@dataclass(frozen=True)
+class Completed:
+    exit_code: int | None
+    timed_out: bool
+    duration_s: float
+    output: str
+    dropped_bytes: int
+
+
+def scrubbed_env(extra: dict[str, str] | None = None, pythonpath: Path | None = None) -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key in ALLOWED_ENV or key.startswith(ALLOWED_PREFIXES)
+    }
+    # `python` in a suite command means the interpreter roofwatch runs under, whose
+    # environment has torch, triton and pytest-benchmark.
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "/usr/bin:/bin")])
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PYTHONUNBUFFERED"] = "1"
+    if pythonpath is not None:
+        # The checked-out tree must win over any installed copy of the same packages.
+        env["PYTHONPATH"] = str(pythonpath)
+    env.update(extra or {})
+    return env
+
+
+class _CappedBuffer:
+    """Keeps the first ``head`` and last ``tail`` bytes of a stream."""
+
+    def __init__(self, limit: int) -> None:
+        self.head_limit = limit // 4
+        self.tail_limit = limit - self.head_limit
+        self.head = bytearray()
+        self.tail: deque[bytes] = deque()
+        self.tail_size = 0
+        self.dropped = 0
+
+    def feed(self, chunk: bytes) -> None:
+        room = self.head_limit - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if not chunk:
+            return
+        self.tail.append(chunk)
+        self.tail_size += len(chunk)
+        while self.tail_size > self.tail_limit:
+            first = self.tail.popleft()
+            excess = self.tail_size - self.tail_limit
+            if len(first) > excess:
+                self.tail.appendleft(first[excess:])
+                self.dropped += excess
+                self.tail_size -= excess
+            else:
+                self.dropped += len(first)
+                self.tail_size -= len(first)
+
+    def text(self) -> str:
+        middle = f"\n[... {self.dropped} bytes of output dropped ...]\n" if self.dropped else ""
+        return (bytes(self.head).decode("utf-8", "replace") + middle
+                + b"".join(self.tail).decode("utf-8", "replace"))
+
+
+def run(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float, output_limit: int) -> Completed:
+    """Run ``argv`` to completion or until ``timeout_s``; never raises for the command's sake."""
+    started = time.monotonic()
+    buffer = _CappedBuffer(output_limit)
+    try:
+        process = subprocess.Popen(
+            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    except OSError as exc:
+        return Completed(None, False, 0.0, f"cannot start {argv[0]!r}: {exc}", 0)
+
+    assert process.stdout is not None
+    stream = process.stdout
+
+    def pump() -> None:
+        while chunk := stream.read1(65536):
+            buffer.feed(chunk)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    timed_out = False
+    try:
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(process)
+    # Children that inherited the pipe may keep it open; the group kill above ends them too.
+    reader.join(timeout=KILL_GRACE_S)
+    if reader.is_alive():
+        _kill_group(process)
+        reader.join(timeout=KILL_GRACE_S)
+    return Completed(
+        exit_code=process.returncode, timed_out=timed_out,
+        duration_s=time.monotonic() - started, output=buffer.text(), dropped_bytes=buffer.dropped,
+    )
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    """TERM the whole group, then KILL whatever is left of it (grandchildren included)."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        process.wait(timeout=KILL_GRACE_S)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait()

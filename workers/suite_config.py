@@ -1,0 +1,58 @@
+"""The ``[[tool.roofwatch.suites]]`` table of a checked-out commit's ``pyproject.toml``."""
+
+from __future__ import annotations
+
+import shlex
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, ValidationError, field_validator
+
+from workers.errors import SuiteConfigError
+
+
+class SuiteSpec(BaseModel):
+    name: str = Field(min_length=1)
+    kind: Literal["correctness", "benchmark"]
+    command: str | list[str]
+    timeout: float | None = Field(default=None, gt=0)
+    setup: str | None = None
+    # Files whose content keys the setup cache: setup reruns only when they change.
+    setup_inputs: list[str] = Field(default_factory=lambda: ["pyproject.toml"])
+    env: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("command")
+    @classmethod
+    def _non_empty(cls, value: str | list[str]) -> str | list[str]:
+        if not (shlex.split(value) if isinstance(value, str) else value):
+            raise ValueError("command is empty")
+        return value
+
+    def argv(self) -> list[str]:
+        return shlex.split(self.command) if isinstance(self.command, str) else list(self.command)
+
+
+def load_suites(worktree: Path) -> list[SuiteSpec] | None:
+    """The suites a commit declares, or ``None`` when it declares none (recorded as skipped)."""
+    pyproject = worktree / "pyproject.toml"
+    if not pyproject.is_file():
+        return None
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise SuiteConfigError(f"pyproject.toml is not valid TOML: {exc}") from exc
+    table = data.get("tool", {}).get("roofwatch")
+    if table is None or "suites" not in table:
+        return None
+    raw = table["suites"]
+    if not isinstance(raw, list) or not raw:
+        raise SuiteConfigError("[[tool.roofwatch.suites]] must be a non-empty array of tables")
+    try:
+        suites = [SuiteSpec.model_validate(item) for item in raw]
+    except ValidationError as exc:
+        raise SuiteConfigError(f"invalid [[tool.roofwatch.suites]]: {exc}") from exc
+    names = [suite.name for suite in suites]
+    if len(set(names)) != len(names):
+        raise SuiteConfigError(f"suite names must be unique, got {names}")
+    return suites
