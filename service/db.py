@@ -73,3 +73,8 @@ def migrate(url: str | None = None, revision: str = "head") -> None:
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
     command.upgrade(alembic_config(url), revision)
+
+
+def downgrade(url: str, revision: str) -> None:
+    """Step the database at ``url`` back to ``revision`` (``base`` drops every table)."""
+    command.downgrade(alembic_config(url), revision)

@@ -1,0 +1,1 @@
+"""Benchmark suite: pytest-benchmark timings with FLOPs and bytes per call in ``extra_info``."""

@@ -1,0 +1,1 @@
+"""Correctness suite: kernels against fp64 references, with the measured error recorded."""

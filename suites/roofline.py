@@ -1,0 +1,160 @@
+"""Roofline model: how fast a kernel could run on a device, and how close it came.
+
+For a kernel doing ``flops`` FLOP over ``bytes`` of compulsory traffic, the attainable rate is
+``min(peak_flops, AI * peak_bw)`` with arithmetic intensity ``AI = flops / bytes`` (Williams,
+Waterman & Patterson, "Roofline", CACM 2009). The fraction reached is achieved / attainable,
+which equals the shortest time the roofs allow divided by the measured time. A fraction above
+1 means the declared work, the peaks or the timer is wrong; it is a harness error, not a win.
+
+Peaks should be the ones ``roofwatch calibrate`` measured on the device; ``DATASHEET_PEAKS``
+is only the fallback when no calibration exists, and ``Peaks.source`` says which was used.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "DATASHEET_PEAKS",
+    "Peaks",
+    "RooflineError",
+    "achieved_bandwidth",
+    "achieved_flops",
+    "arithmetic_intensity",
+    "attainable_flops",
+    "datasheet_peaks",
+    "roofline_fraction",
+]
+
+
+class RooflineError(ValueError):
+    """The inputs describe something faster than the hardware allows, or are not valid."""
+
+
+@dataclass(frozen=True)
+class Peaks:
+    """Peak rates of one device.
+
+    ``bandwidth`` is DRAM bandwidth in bytes/s; ``flops`` maps a dtype name (``fp32``,
+    ``tf32``, ``fp16``, ``bf16``, ``fp8``) to FLOP/s; ``source`` tells measured peaks from
+    datasheet ones, so a report can say which roof it was held to.
+    """
+
+    bandwidth: float
+    flops: Mapping[str, float]
+    source: Literal["measured", "datasheet"]
+
+
+_T = 1e12
+
+# DATASHEET VALUES, not measurements: NVIDIA's published SXM specifications, dense (the
+# datasheets print 2:4-sparse tensor-core rates, twice these). fp16/bf16/tf32/fp8 are tensor-core
+# rates; element-wise kernels whose math runs on CUDA cores should be held to ``fp32``.
+# Sustained bandwidth is typically 85-92 % of these figures, so fractions against them read low.
+DATASHEET_PEAKS: dict[str, Peaks] = {
+    "NVIDIA H200": Peaks(
+        bandwidth=4.8e12,
+        flops={
+            "fp32": 67 * _T,
+            "tf32": 494.7 * _T,
+            "fp16": 989.4 * _T,
+            "bf16": 989.4 * _T,
+            "fp8": 1978.9 * _T,
+        },
+        source="datasheet",
+    ),
+    "NVIDIA H100 80GB HBM3": Peaks(
+        bandwidth=3.35e12,
+        flops={
+            "fp32": 67 * _T,
+            "tf32": 494.7 * _T,
+            "fp16": 989.4 * _T,
+            "bf16": 989.4 * _T,
+            "fp8": 1978.9 * _T,
+        },
+        source="datasheet",
+    ),
+    "NVIDIA A100-SXM4-80GB": Peaks(
+        bandwidth=2.039e12,
+        flops={"fp32": 19.5 * _T, "tf32": 156 * _T, "fp16": 312 * _T, "bf16": 312 * _T},
+        source="datasheet",
+    ),
+    "NVIDIA A100-SXM4-40GB": Peaks(
+        bandwidth=1.555e12,
+        flops={"fp32": 19.5 * _T, "tf32": 156 * _T, "fp16": 312 * _T, "bf16": 312 * _T},
+        source="datasheet",
+    ),
+}
+
+
+def datasheet_peaks(device_name: str) -> Peaks | None:
+    """Datasheet peaks for a device as ``torch.cuda.get_device_name`` reports it, if known."""
+    return DATASHEET_PEAKS.get(device_name)
+
+
+def _require_positive(**values: float) -> None:
+    for name, value in values.items():
+        if not value > 0:  # also rejects NaN
+            raise RooflineError(f"{name} must be positive, got {value}")
+
+
+def arithmetic_intensity(flops: float, bytes_moved: float) -> float:
+    """FLOP per byte of compulsory traffic."""
+    _require_positive(bytes_moved=bytes_moved)
+    if flops < 0:
+        raise RooflineError(f"flops must be non-negative, got {flops}")
+    return flops / bytes_moved
+
+
+def attainable_flops(intensity: float, peak_flops: float, peak_bandwidth: float) -> float:
+    """``min(peak_flops, intensity * peak_bandwidth)`` in FLOP/s; bandwidth in bytes/s."""
+    _require_positive(peak_flops=peak_flops, peak_bandwidth=peak_bandwidth)
+    if intensity < 0:
+        raise RooflineError(f"intensity must be non-negative, got {intensity}")
+    return min(peak_flops, intensity * peak_bandwidth)
+
+
+def achieved_flops(flops: float, seconds: float) -> float:
+    """FLOP/s reached by one call doing ``flops`` FLOP in ``seconds``."""
+    _require_positive(seconds=seconds)
+    return flops / seconds
+
+
+def achieved_bandwidth(bytes_moved: float, seconds: float) -> float:
+    """Bytes/s reached by one call moving ``bytes_moved`` bytes in ``seconds``."""
+    _require_positive(seconds=seconds)
+    return bytes_moved / seconds
+
+
+def roofline_fraction(
+    flops: float,
+    bytes_moved: float,
+    seconds: float,
+    peak_flops: float,
+    peak_bandwidth: float,
+) -> float:
+    """Fraction of the attainable roofline one call reached, in ``[0, 1]``.
+
+    Computed as ``max(flops / peak_flops, bytes_moved / peak_bandwidth) / seconds``: the
+    shortest time either roof allows over the time measured. It equals
+    ``achieved_flops / attainable_flops`` and stays defined for kernels with no FLOPs (copies).
+
+    Raises:
+        RooflineError: on non-positive peaks, time or bytes, or when the fraction exceeds 1.
+    """
+    _require_positive(
+        bytes_moved=bytes_moved,
+        seconds=seconds,
+        peak_flops=peak_flops,
+        peak_bandwidth=peak_bandwidth,
+    )
+    if flops < 0:
+        raise RooflineError(f"flops must be non-negative, got {flops}")
+    fastest = max(flops / peak_flops, bytes_moved / peak_bandwidth)
+    fraction = fastest / seconds
+    if fraction > 1:
+        raise RooflineError(
+            f"measured {seconds:.3e} s is faster than the roofline's {fastest:.3e} s "
+            f"(fraction {fraction:.3f}); the declared FLOPs/bytes, the peaks or the timer is wrong"
+        )
+    return fraction

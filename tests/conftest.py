@@ -1,0 +1,107 @@
+"""Shared fixtures: databases (SQLite always, PostgreSQL when reachable), sample repositories.
+
+PostgreSQL is used for real: each test session creates its own database on the server at
+``ROOFWATCH_TEST_POSTGRES`` (default ``postgresql://postgres@127.0.0.1:5432/test``) and drops
+it afterwards. Under ``CI=true`` an unreachable server is an error, not a skip.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import Engine, make_url
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from sample_repo import build_history  # noqa: E402
+
+POSTGRES_ADMIN_URL = os.environ.get(
+    "ROOFWATCH_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+def _postgres_reachable() -> str | None:
+    try:
+        engine = create_engine(POSTGRES_ADMIN_URL, connect_args={"connect_timeout": 3})
+        with engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+        engine.dispose()
+    except Exception as exc:  # any driver/network failure means "not here"
+        return f"{type(exc).__name__}: {exc}".splitlines()[0]
+    return None
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """URL of a fresh, empty PostgreSQL database for this test session."""
+    problem = _postgres_reachable()
+    if problem:
+        message = f"PostgreSQL not reachable at {POSTGRES_ADMIN_URL} ({problem})"
+        if IN_CI:
+            pytest.fail(message + " — CI must run the PostgreSQL tests")
+        pytest.skip(message + "; PostgreSQL tests skipped, SQLite tests still run")
+    name = f"roofwatch_test_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Each DB test runs on SQLite and on PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'roofwatch.db'}"
+    return request.getfixturevalue("postgres_url")
+
+
+@pytest.fixture
+def roofwatch_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
+    """An isolated embedded roofwatch: its own data dir, SQLite file and no broker."""
+    data_dir = tmp_path / "data"
+    monkeypatch.setenv("ROOFWATCH_DATA_DIR", str(data_dir))
+    monkeypatch.delenv("ROOFWATCH_DATABASE_URL", raising=False)
+    monkeypatch.delenv("ROOFWATCH_BROKER_URL", raising=False)
+    _reset_caches()
+    yield data_dir
+    _reset_caches()
+
+
+def _reset_caches() -> None:
+    from service.config import get_settings
+    from service.db import get_engine
+
+    if get_engine.cache_info().currsize:
+        engine: Engine = get_engine()
+        engine.dispose()
+    get_engine.cache_clear()
+    get_settings.cache_clear()
+
+
+@pytest.fixture
+def sample_history(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A git repository: good → broken correctness → fixed."""
+    repo = tmp_path / "sample"
+    return repo, build_history(repo)
+
+
+@pytest.fixture
+def shared_corpus() -> Path:
+    if not SHARED.is_dir():
+        if IN_CI:
+            pytest.fail(f"{SHARED} is missing; CI runs with ../shared beside the clone")
+        pytest.skip("../shared is absent; conformance tests need its corpus")
+    return SHARED / "corpus"
