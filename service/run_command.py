@@ -59,7 +59,8 @@ def execute(request: RunRequest, console: Console) -> int:
         # Names like HEAD~3 mean what the user sees in their own checkout.
         source = Path(repository.clone_url) if checkout.is_local_path(repository.clone_url) else mirror
         shas = select_commits(source, request)
-        infos = [checkout.commit_info(mirror, sha) for sha in shas]
+        # Oldest first, so each commit is analysed against the one measured before it.
+        infos = sorted((checkout.commit_info(mirror, sha) for sha in shas), key=lambda i: i.committed_at)
     except RoofwatchError as exc:
         console.print(f"[bold red]error:[/] {exc}")
         return 2
@@ -160,12 +161,13 @@ STATE_STYLE = {"succeeded": "green", "failed": "red", "errored": "red", "skipped
 
 
 def _summary(console: Console, rows: list[dict[str, object]]) -> None:
-    table = Table("run", "commit", "title", "state", "tests ok", "tests failed", "benchmarks", "changes")
+    table = Table("run", "commit", "state", "tests ok", "failed", "benchmarks", "changes")
+    table.add_column("title", max_width=40, no_wrap=True, overflow="ellipsis")
     for row in rows:
         style = STATE_STYLE.get(str(row["state"]), "")
-        table.add_row(str(row["run"]), str(row["sha"])[:12], str(row["title"])[:48],
-                      f"[{style}]{row['state']}[/]", str(row["passed"]), str(row["failed"]),
-                      str(row["benchmarks"]), str(row["changes"]))
+        table.add_row(str(row["run"]), str(row["sha"])[:12], f"[{style}]{row['state']}[/]",
+                      str(row["passed"]), str(row["failed"]), str(row["benchmarks"]),
+                      str(row["changes"]), str(row["title"]))
     console.print(table)
     for row in rows:
         if row["reason"] and row["state"] != "succeeded":

@@ -105,3 +105,30 @@ def shared_corpus() -> Path:
             pytest.fail(f"{SHARED} is missing; CI runs with ../shared beside the clone")
         pytest.skip("../shared is absent; conformance tests need its corpus")
     return SHARED / "corpus"
+
+
+@pytest.fixture(scope="session")
+def seeded_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data dir whose SQLite database holds a real three-commit history (run once)."""
+    from tests_support import roofwatch
+
+    root = tmp_path_factory.mktemp("seeded")
+    repo = root / "sample"
+    shas = build_history(repo)
+    env = {"ROOFWATCH_DATA_DIR": str(root / "data")}
+    roofwatch(["repo", "add", "acme/kernels", "--clone-url", str(repo)], env)
+    roofwatch(["run", "--repo", "acme/kernels", "--range", f"{shas['good']}..main", "--rev", shas["good"]],
+              env, check=False)
+    return root / "data"
+
+
+@pytest.fixture
+def seeded_app(seeded_data_dir: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """The ASGI app over the seeded database."""
+    monkeypatch.setenv("ROOFWATCH_DATA_DIR", str(seeded_data_dir))
+    monkeypatch.delenv("ROOFWATCH_DATABASE_URL", raising=False)
+    _reset_caches()
+    from service.app import create_app
+
+    yield create_app()
+    _reset_caches()
