@@ -15,7 +15,16 @@ from sqlmodel import select
 from dashboard.figures import PLOT_CONFIG, trend
 from service import queries
 from service.deps import SessionDep
-from service.models import Benchmark, Commit, Device, Measurement, Repository, Run, SuiteExecution, TestOutcome
+from service.models import (
+    Benchmark,
+    Commit,
+    Device,
+    Measurement,
+    Repository,
+    Run,
+    SuiteExecution,
+    TestOutcome,
+)
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"

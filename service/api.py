@@ -10,7 +10,14 @@ from sqlmodel import select
 from service import queries
 from service.deps import SessionDep
 from service.models import (
-    Benchmark, Commit, Device, Measurement, Repository, Run, SuiteExecution, TestOutcome,
+    Benchmark,
+    Commit,
+    Device,
+    Measurement,
+    Repository,
+    Run,
+    SuiteExecution,
+    TestOutcome,
 )
 
 router = APIRouter(prefix="/api", tags=["api"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -69,12 +69,12 @@ def repo_add(
 @app.command()
 def run(
     repo: Annotated[str, typer.Option("--repo", help="registered OWNER/NAME, local path or clone URL")],
-    rev: Annotated[Optional[list[str]], typer.Option("--rev", help="commit to measure (repeatable)")] = None,
-    range_: Annotated[Optional[str], typer.Option("--range", help="A..B: every first-parent commit after A up to B")] = None,
-    last: Annotated[Optional[int], typer.Option("--last", min=1, help="the last N commits up to --rev (default HEAD)")] = None,
+    rev: Annotated[list[str] | None, typer.Option("--rev", help="commit to measure (repeatable)")] = None,
+    range_: Annotated[str | None, typer.Option("--range", help="A..B: every first-parent commit after A up to B")] = None,
+    last: Annotated[int | None, typer.Option("--last", min=1, help="the last N commits up to --rev (default HEAD)")] = None,
     force: Annotated[bool, typer.Option("--force", help="measure again commits already measured on this device")] = False,
     wait: Annotated[bool, typer.Option("--wait/--no-wait", help="with a broker: wait for the runs")] = True,
-    device_class: Annotated[Optional[str], typer.Option("--device-class", help="with a broker: the device queue to use")] = None,
+    device_class: Annotated[str | None, typer.Option("--device-class", help="with a broker: the device queue to use")] = None,
 ) -> None:
     """Check out and run the suites on each commit, store, analyse, print a summary."""
     from service.run_command import RunRequest, execute
@@ -103,14 +103,15 @@ def serve(
 
 @app.command()
 def worker(
-    gpu: Annotated[Optional[int], typer.Option("--gpu", help="GPU index to pin (CUDA_VISIBLE_DEVICES)")] = None,
-    queues: Annotated[Optional[str], typer.Option("--queues", help="comma-separated queues")] = None,
+    gpu: Annotated[int | None, typer.Option("--gpu", help="GPU index to pin (CUDA_VISIBLE_DEVICES)")] = None,
+    queues: Annotated[str | None, typer.Option("--queues", help="comma-separated queues")] = None,
     loglevel: Annotated[str, typer.Option("--loglevel")] = "info",
 ) -> None:
     """A Celery worker: this machine's device queue plus `cpu` and `ingest` by default."""
     import os
 
-    from workers.celery_app import CPU_QUEUE, INGEST_QUEUE, app as celery_app
+    from workers.celery_app import CPU_QUEUE, INGEST_QUEUE
+    from workers.celery_app import app as celery_app
     from workers.device import probe, queue_name
 
     settings = get_settings()
@@ -129,7 +130,7 @@ def worker(
 
 @app.command()
 def regressions(
-    repo: Annotated[Optional[str], typer.Option("--repo")] = None,
+    repo: Annotated[str | None, typer.Option("--repo")] = None,
     format_: Annotated[str, typer.Option("--format", help="table | json")] = "table",
 ) -> None:
     """The detected changes."""

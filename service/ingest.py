@@ -8,8 +8,16 @@ from sqlmodel import Session, select
 
 from service.fingerprint import benchmark_fingerprint
 from service.models import (
-    TERMINAL_STATES, Benchmark, Commit, Device, Measurement, Repository, Run, SuiteExecution,
-    TestOutcome, utcnow,
+    TERMINAL_STATES,
+    Benchmark,
+    Commit,
+    Device,
+    Measurement,
+    Repository,
+    Run,
+    SuiteExecution,
+    TestOutcome,
+    utcnow,
 )
 from service.roofline_peaks import fraction_of_roofline, peaks_for
 from suites.roofline import RooflineError
@@ -54,20 +62,21 @@ def ingest_envelope(session: Session, envelope: Envelope) -> Run:
     run.device_id = device.id
     _update_commit(session, run, envelope)
 
+    run_id = envelope.run_id
     excerpts: list[str] = []
     for suite in envelope.suites:
         session.add(SuiteExecution(
-            run_id=run.id, name=suite.name, kind=suite.kind, status=suite.status,
+            run_id=run_id, name=suite.name, kind=suite.kind, status=suite.status,
             reason=suite.reason, exit_code=suite.exit_code, duration_s=suite.duration_s,
             output_tail=suite.output_tail,
         ))
         if suite.status != "passed":
             excerpts.append(f"== {suite.name}: {suite.reason}\n{suite.output_tail[-2000:]}")
         for outcome in suite.outcomes:
-            session.add(TestOutcome(run_id=run.id, suite=suite.name, **outcome.model_dump()))
+            session.add(TestOutcome(run_id=run_id, suite=suite.name, **outcome.model_dump()))
         for record in suite.measurements:
             benchmark = _upsert_benchmark(session, repository, suite.name, device, record)
-            measurement, harness_error = _measurement(run.id, benchmark, device, record)  # type: ignore[arg-type]
+            measurement, harness_error = _measurement(run_id, benchmark, device, record)
             session.add(measurement)
             if harness_error:
                 excerpts.append(f"== harness error in {record.name}: {harness_error}")

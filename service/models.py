@@ -5,7 +5,7 @@ Units: times in seconds, bandwidth in bytes/s, throughput in FLOP/s, sizes in by
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import JSON, Column, UniqueConstraint
@@ -13,7 +13,7 @@ from sqlmodel import Field, SQLModel
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 RUN_STATES = ("queued", "running", "succeeded", "failed", "errored", "cancelled", "skipped")

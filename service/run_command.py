@@ -96,9 +96,10 @@ def execute(request: RunRequest, console: Console) -> int:
         overall = bar.add_task("commits", total=len(planned))
         for run_id, sha in planned:
             with session_scope() as session:
-                run = session.get(Run, run_id)
-                commit = session.exec(select(Commit).where(Commit.id == run.commit_id)).one()  # type: ignore[union-attr]
-                job = job_for(run, repository, commit, settings)  # type: ignore[arg-type]
+                queued = session.get(Run, run_id)
+                assert queued is not None
+                commit = session.exec(select(Commit).where(Commit.id == queued.commit_id)).one()
+                job = job_for(queued, repository, commit, settings)
             label = f"{sha[:12]} {commit.message.splitlines()[0][:50] if commit.message else ''}"
             bar.update(overall, description=label)
 

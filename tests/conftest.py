@@ -19,7 +19,7 @@ from sqlalchemy.engine import Engine, make_url
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from sample_repo import build_history  # noqa: E402
+from sample_repo import build_history
 
 POSTGRES_ADMIN_URL = os.environ.get(
     "ROOFWATCH_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -132,3 +132,24 @@ def seeded_app(seeded_data_dir: Path, monkeypatch: pytest.MonkeyPatch):  # type:
 
     yield create_app()
     _reset_caches()
+
+
+REDIS_URL = os.environ.get("ROOFWATCH_TEST_REDIS", "redis://127.0.0.1:6379/15")
+
+
+@pytest.fixture
+def redis_url() -> str:
+    """A real Redis database for broker tests, emptied first."""
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3)
+    try:
+        client.flushdb()
+    except redis.exceptions.RedisError as exc:
+        message = f"Redis not reachable at {REDIS_URL} ({exc})"
+        if IN_CI:
+            pytest.fail(message + " — CI must run the broker tests")
+        pytest.skip(message + "; distributed-mode tests skipped, embedded mode still tested")
+    finally:
+        client.close()
+    return REDIS_URL

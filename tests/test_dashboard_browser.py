@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 import uvicorn
-
 from conftest import IN_CI
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
 from tests_support import roofwatch
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

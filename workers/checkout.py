@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from workers.errors import CheckoutError, RemoteUnreachable, UnknownRevision
@@ -128,7 +128,7 @@ def commit_info(repo: Path, sha: str) -> CommitInfo:
         parents=parents.split(),
         author=author,
         message=message.strip(),
-        committed_at=datetime.fromtimestamp(int(stamp), timezone.utc),
+        committed_at=datetime.fromtimestamp(int(stamp), UTC),
     )
 
 

@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from workers import checkout, sandbox
@@ -53,7 +53,7 @@ local_progress: ContextVar[Progress | None] = ContextVar("local_progress", defau
 
 
 def _utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def run_job(job: Job, device: DeviceInfo | None = None, progress: Progress | None = None) -> Envelope:
@@ -137,33 +137,33 @@ def _execute(spec: SuiteSpec, tree: Path, scratch: Path, job: Job) -> SuiteResul
     argv = [*spec.argv(), f"{flag}={result_file}"]
     timeout = spec.timeout or job.suite_timeout_s
     done = sandbox.run(argv, tree, sandbox.scrubbed_env(spec.env, pythonpath=tree), timeout, job.output_limit)
-    base = dict(name=spec.name, kind=spec.kind, exit_code=done.exit_code,
-                duration_s=done.duration_s, output_tail=done.output[-20_000:])
+    result = SuiteResult(name=spec.name, kind=spec.kind, status="errored", exit_code=done.exit_code,
+                         duration_s=done.duration_s, output_tail=done.output[-20_000:])
     if done.timed_out:
-        return SuiteResult(**base, status="timeout", reason=f"timed out after {timeout:.0f} s and was killed")
+        return result.model_copy(update={
+            "status": "timeout", "reason": f"timed out after {timeout:.0f} s and was killed"})
     try:
         if spec.kind == "correctness":
-            outcomes = parse_junit(result_file)
-            measurements = []
+            result.outcomes = parse_junit(result_file)
         else:
-            outcomes = []
-            measurements = parse_benchmark_json(result_file)
+            result.measurements = parse_benchmark_json(result_file)
     except ResultFileError as exc:
         reason = str(exc)
         if done.exit_code not in (0, None):
             reason = f"{_exit_reason(done.exit_code)}; {reason}"
-        return SuiteResult(**base, status="errored", reason=reason)
+        return result.model_copy(update={"reason": reason})
 
     if done.exit_code == 0:
-        status, reason = "passed", ""
+        result.status = "passed"
     elif done.exit_code == PYTEST_TESTS_FAILED:
-        failed = sum(o.outcome in ("failed", "error") for o in outcomes)
-        status, reason = "failed", f"{failed} test(s) failed" if failed else "the suite reported failures"
+        failed = sum(o.outcome in ("failed", "error") for o in result.outcomes)
+        result.status = "failed"
+        result.reason = f"{failed} test(s) failed" if failed else "the suite reported failures"
     elif done.exit_code == PYTEST_NO_TESTS:
-        status, reason = "errored", "no tests were collected"
+        result.reason = "no tests were collected"
     else:
-        status, reason = "errored", _exit_reason(done.exit_code)
-    return SuiteResult(**base, status=status, reason=reason, outcomes=outcomes, measurements=measurements)
+        result.reason = _exit_reason(done.exit_code)
+    return result
 
 
 def _exit_reason(code: int | None) -> str:

@@ -7,6 +7,7 @@ with output (we keep the head and the tail, and count what we dropped).
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
@@ -16,6 +17,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 # Variables a suite legitimately needs; everything else (ROOFWATCH_*, GITHUB_*, cloud
 # credentials, tokens) stays behind.
@@ -104,8 +106,8 @@ def run(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float, outpu
     except OSError as exc:
         return Completed(None, False, 0.0, f"cannot start {argv[0]!r}: {exc}", 0)
 
-    assert process.stdout is not None
-    stream = process.stdout
+    # Popen's default buffering gives a BufferedReader: read1 returns what is there.
+    stream = cast(io.BufferedReader, process.stdout)
 
     def pump() -> None:
         while chunk := stream.read1(65536):

@@ -42,7 +42,10 @@ def load_suites(worktree: Path) -> list[SuiteSpec] | None:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise SuiteConfigError(f"pyproject.toml is not valid TOML: {exc}") from exc
-    table = data.get("tool", {}).get("roofwatch")
+    tool = data.get("tool")
+    table = tool.get("roofwatch") if isinstance(tool, dict) else None
+    if table is not None and not isinstance(table, dict):
+        raise SuiteConfigError("[tool.roofwatch] must be a table")
     if table is None or "suites" not in table:
         return None
     raw = table["suites"]

@@ -65,6 +65,7 @@ def compare(base: list[float], head: list[float], *, higher_is_better: bool = Fa
     low, high = np.percentile(sign * (ratios - 1.0) * 100.0, [2.5, 97.5])
     threshold = max(min_effect, noise_k * max(robust_cv(a), robust_cv(b))) * 100.0
 
+    direction: Literal["regression", "improvement", "none"]
     if p_value >= alpha:
         direction, reason = "none", f"not significant (p={p_value:.3g} ≥ {alpha})"
     elif abs(change) <= threshold:
