@@ -108,6 +108,21 @@ def _correctness(session: Session, run: Run, base: Run | None, base_commit: Comm
             summary.fixed.append(open_change.id)  # type: ignore[arg-type]
 
 
+def _history(session: Session, run: Run, benchmark_id: int, limit: int = 30) -> list[float]:
+    """Medians of this series on this device before ``run``'s commit, oldest first."""
+    commit = session.get(Commit, run.commit_id)
+    if commit is None or commit.committed_at is None:
+        return []
+    rows = session.exec(
+        select(Measurement.median).join(Run, col(Measurement.run_id) == col(Run.id))
+        .join(Commit, col(Run.commit_id) == col(Commit.id))
+        .where(Measurement.benchmark_id == benchmark_id, Run.device_id == run.device_id,
+               col(Commit.committed_at) < commit.committed_at)
+        .order_by(col(Commit.committed_at).desc()).limit(limit)
+    ).all()
+    return list(reversed(rows))
+
+
 def _performance(session: Session, run: Run, base: Run, base_commit: Commit | None,
                  adjacent: bool, summary: AnalysisSummary) -> None:
     head_rows = session.exec(select(Measurement).where(Measurement.run_id == run.id)).all()
@@ -118,7 +133,7 @@ def _performance(session: Session, run: Run, base: Run, base_commit: Commit | No
         select(Benchmark).where(col(Benchmark.id).in_([m.benchmark_id for m, _ in pairs]))).all()}
     verdicts = [
         compare.compare(b.samples, m.samples, higher_is_better=benchmarks[m.benchmark_id].higher_is_better,
-                        alpha=1.0)
+                        alpha=1.0, run_noise=compare.run_to_run_noise(_history(session, run, m.benchmark_id)))
         for m, b in pairs
     ]
     adjusted = fdr.adjust([v.p_value for v in verdicts])

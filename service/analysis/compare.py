@@ -7,6 +7,13 @@ variation of the two sample sets (IQR / 1.349 / median). This is asv's rule of t
 (significance plus a relative threshold) with the threshold scaled by the measured noise
 so noisy benchmarks do not cry wolf.
 
+Samples taken in one process cannot see the spread *between* processes (clocks, caches,
+memory placement, the Triton interpreter's own overheads), which on a CPU host reaches tens
+of percent for identical code. So when base and head come from separate runs the threshold
+also covers ``k × run_noise``, the run-to-run spread measured on the series' own history
+(``run_to_run_noise``); while that history is too short to know it, only changes beyond
+``UNKNOWN_RUN_NOISE_FLOOR`` are reported.
+
 The interval is a percentile bootstrap of the ratio of medians (Efron & Tibshirani 1993,
 ch. 13), seeded so a verdict is reproducible.
 """
@@ -20,6 +27,8 @@ import numpy as np
 from scipy import stats
 
 MIN_SAMPLES = 3
+MIN_HISTORY = 4  # earlier runs needed before the run-to-run spread is trusted
+UNKNOWN_RUN_NOISE_FLOOR = 0.5  # relative change; a 2x slowdown or a 3x speedup still shows
 BOOTSTRAP_RESAMPLES = 2000
 
 
@@ -44,10 +53,31 @@ def robust_cv(samples: np.ndarray) -> float:
     return float((q75 - q25) / 1.349 / median)
 
 
+def run_to_run_noise(medians: list[float]) -> float | None:
+    """Robust spread of the log-ratio between consecutive run medians, as a relative size.
+
+    1.4826 × MAD estimates a standard deviation without being moved by the few real
+    changes the history may hold; ``None`` while fewer than ``MIN_HISTORY`` runs exist.
+    """
+    values = np.asarray([m for m in medians if m > 0], dtype=float)
+    if len(values) < MIN_HISTORY:
+        return None
+    steps = np.diff(np.log(values))
+    mad = float(np.median(np.abs(steps - np.median(steps))))
+    # A difference of two runs carries the noise of both: divide by sqrt(2) for one run's.
+    return float(np.expm1(1.4826 * mad / np.sqrt(2)))
+
+
 def compare(base: list[float], head: list[float], *, higher_is_better: bool = False,
             alpha: float = 0.01, min_effect: float = 0.05, noise_k: float = 3.0,
+            same_process: bool = False, run_noise: float | None = None,
             seed: int = 0) -> Verdict:
-    """Compare two sets of samples (times in seconds unless ``higher_is_better``)."""
+    """Compare two sets of samples (times in seconds unless ``higher_is_better``).
+
+    ``same_process``: base and head were interleaved in one job, so their samples share
+    every environmental effect. Otherwise ``run_noise`` (see ``run_to_run_noise``) widens
+    the threshold, and its absence means the conservative floor.
+    """
     a, b = np.asarray(base, dtype=float), np.asarray(head, dtype=float)
     if len(a) < MIN_SAMPLES or len(b) < MIN_SAMPLES:
         return Verdict(0.0, 0.0, 0.0, 1.0, float("inf"), "none",
@@ -63,7 +93,10 @@ def compare(base: list[float], head: list[float], *, higher_is_better: bool = Fa
         / np.median(rng.choice(a, (BOOTSTRAP_RESAMPLES, len(a))), axis=1)
     )
     low, high = np.percentile(sign * (ratios - 1.0) * 100.0, [2.5, 97.5])
-    threshold = max(min_effect, noise_k * max(robust_cv(a), robust_cv(b))) * 100.0
+    floor = min_effect
+    if not same_process:
+        floor = max(floor, UNKNOWN_RUN_NOISE_FLOOR if run_noise is None else noise_k * run_noise)
+    threshold = max(floor, noise_k * max(robust_cv(a), robust_cv(b))) * 100.0
 
     direction: Literal["regression", "improvement", "none"]
     if p_value >= alpha:

@@ -1,0 +1,64 @@
+"""The pure comparison: significance and effect size, never a verdict from noise alone."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from service.analysis.compare import UNKNOWN_RUN_NOISE_FLOOR, compare, run_to_run_noise
+from service.analysis.correctness import fixed, new_failures
+from service.analysis.fdr import adjust
+
+
+def _samples(center: float, cv: float, n: int = 40, seed: int = 0) -> list[float]:
+    return list(np.random.default_rng(seed).normal(center, center * cv, n))
+
+
+def test_identical_distributions_are_no_change() -> None:
+    for seed in range(20):
+        verdict = compare(_samples(1.0, 0.01, seed=seed), _samples(1.0, 0.01, seed=seed + 100),
+                          same_process=True)
+        assert verdict.direction == "none", verdict.reason
+
+
+def test_a_clear_slowdown_in_one_job_is_a_regression_with_an_interval() -> None:
+    verdict = compare(_samples(1.0, 0.01), _samples(1.2, 0.01, seed=1), same_process=True)
+    assert verdict.direction == "regression"
+    assert 18 < verdict.change_pct < 22 and verdict.ci_low < verdict.change_pct < verdict.ci_high
+    assert verdict.threshold_pct == 5.0
+
+
+def test_throughput_metrics_flip_the_sign() -> None:
+    verdict = compare(_samples(100, 0.01), _samples(50, 0.01, seed=1), higher_is_better=True,
+                      same_process=True)
+    assert verdict.direction == "regression" and verdict.change_pct > 0
+
+
+def test_separate_runs_need_history_before_small_changes_count() -> None:
+    base, head = _samples(1.0, 0.01), _samples(1.3, 0.01, seed=1)
+    unknown = compare(base, head)
+    assert unknown.direction == "none"
+    assert unknown.threshold_pct == UNKNOWN_RUN_NOISE_FLOOR * 100
+    quiet = run_to_run_noise([1.0, 1.01, 0.99, 1.0, 1.005, 0.995])
+    assert quiet is not None and quiet < 0.02
+    assert compare(base, head, run_noise=quiet).direction == "regression"
+    assert compare(_samples(1.0, 0.01), _samples(2.0, 0.01, seed=1)).direction == "regression"
+    assert compare(_samples(1.0, 0.01), _samples(0.2, 0.01, seed=1)).direction == "improvement"
+
+
+def test_run_to_run_noise_ignores_a_real_step() -> None:
+    noisy = run_to_run_noise([1.0, 1.02, 0.98, 1.01, 2.0, 2.02, 1.98, 2.01])
+    assert noisy is not None and noisy < 0.05
+    assert run_to_run_noise([1.0, 1.1]) is None
+
+
+def test_too_few_samples_is_never_a_verdict() -> None:
+    assert compare([1.0, 1.0], [5.0, 5.0]).direction == "none"
+
+
+def test_correctness_and_fdr() -> None:
+    assert new_failures({"a": "passed", "b": "failed"}, {"a": "failed", "b": "failed"}) == ["a"]
+    assert new_failures(None, {"a": "error", "b": "passed"}) == ["a"]
+    assert fixed({"a": "failed"}, {"a": "passed"}) == ["a"]
+    adjusted = adjust([0.01, 0.04, 0.03, 0.5])
+    assert all(q >= p for p, q in zip([0.01, 0.04, 0.03, 0.5], adjusted))
+    assert adjust([]) == []
