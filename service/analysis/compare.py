@@ -101,7 +101,8 @@ def compare(base: list[float], head: list[float], *, higher_is_better: bool = Fa
     direction: Literal["regression", "improvement", "none"]
     if p_value >= alpha:
         direction, reason = "none", f"not significant (p={p_value:.3g} ≥ {alpha})"
-    elif abs(change) <= threshold:
+    elif abs(np.log1p(change / 100.0)) <= np.log1p(threshold / 100.0):
+        # Compared as ratios: a 5x speedup (-80 %) is as large as a 5x slowdown (+400 %).
         direction, reason = "none", f"{change:+.1f}% is within the ±{threshold:.1f}% noise threshold"
     else:
         direction = "regression" if change > 0 else "improvement"

@@ -1,0 +1,122 @@
+"""Checks of the harness itself: ``python -m pytest bench/changepoints -q`` (not collected by the main suite)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench.changepoints import generator, peers, real
+from bench.changepoints.score import aggregate, match
+
+# --- score ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("detected", "truth", "expected"), [
+    ([], [], (0, 0, 0)),
+    ([50], [], (0, 1, 0)),
+    ([], [50], (0, 0, 1)),
+    ([53], [50], (1, 0, 0)),
+    ([54], [50], (0, 1, 1)),
+    ([49, 50, 51], [50], (1, 2, 0)),  # one-to-one: a triple report earns one hit
+    ([48], [47, 50], (1, 0, 1)),  # the closest true change takes it
+    ([47, 51], [48, 50], (2, 0, 0)),  # greedy by distance still pairs both
+])
+def test_match(detected: list[int], truth: list[int], expected: tuple[int, int, int]) -> None:
+    assert match(detected, truth, tolerance=3) == expected
+
+
+def test_aggregate_is_micro_and_counts_false_alarms_on_clean_series() -> None:
+    score = aggregate([([10, 40], [10, 40, 70]), ([5, 90], []), ([], [])], tolerance=3)
+    assert (score.tp, score.fp, score.fn) == (2, 2, 1)
+    assert score.precision == 0.5 and score.recall == pytest.approx(2 / 3)
+    assert score.false_alarms_per_clean == 1.0  # two detections over two clean series
+
+
+# --- generator ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("family", generator.FAMILIES)
+def test_generator_respects_the_spec(family: str) -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        s = generator.generate(family, 0.03, rng)
+        assert len(s.values) == 200 and np.all(s.values > 0)
+        assert len(s.changes) <= 3 and s.changes == sorted(s.changes)
+        assert all(c >= 10 and 200 - c >= 10 for c in s.changes)
+        assert all(b - a >= 10 for a, b in zip(s.changes, s.changes[1:]))
+
+
+def test_generator_is_seeded_and_draws_change_free_series() -> None:
+    a = generator.generate_cell("mixed", 0.01, 300, seed=3)
+    b = generator.generate_cell("mixed", 0.01, 300, seed=3)
+    assert all(np.array_equal(x.values, y.values) and x.changes == y.changes for x, y in zip(a, b))
+    assert 0.18 < generator.clean_fraction(a) < 0.32
+
+
+def test_generator_rejects_unknown_family() -> None:
+    with pytest.raises(ValueError, match="unknown family"):
+        generator.generate("sinusoid", 0.01, np.random.default_rng(0))
+
+
+# --- peers that need no optional library --------------------------------------------------------------
+
+def test_zscore_reports_a_step_once() -> None:
+    x = np.r_[np.full(60, 1.0), np.full(60, 2.0)] + np.random.default_rng(0).normal(0, 0.01, 120)
+    assert peers.zscore(x) == [60]
+
+
+def test_robust_sigma_ignores_a_step() -> None:
+    x = np.r_[np.zeros(500), np.full(500, 10.0)] + np.random.default_rng(0).normal(0, 1.0, 1000)
+    assert peers.robust_sigma(x) == pytest.approx(1.0, rel=0.1)
+
+
+# --- real series (skipped without the shared corpus) -------------------------------------------------
+
+needs_corpus = pytest.mark.skipif(not real.corpus_dir().is_dir(), reason="shared corpus not present")
+
+
+@needs_corpus
+def test_tcpd_f1_matches_tcpdbench_test_vectors() -> None:
+    vectors = json.loads((real.corpus_dir() / "tcpd/metric_test_vectors.json").read_text())
+    f_measure, _source = real.tcpd_f_measure()
+    for case in (c for c in vectors["doctests"] if c["fn"] == "f_measure"):
+        assert f_measure(case["annotations"], case["predictions"]) == pytest.approx(case["expected"])
+    nile = vectors["published_nile_examples"]
+    for case in nile["cases"]:
+        assert f_measure(nile["annotations"], case["cplocations"]) == pytest.approx(case["f1"])
+    series, skipped = real.tcpd_series()
+    assert skipped == ["run_log"]
+    for s in series:
+        expected = vectors["zero_baseline"][s.name]["f1_reference_impl"]
+        assert real.tcpd_f1_fallback(s.annotations, []) == pytest.approx(expected)
+
+
+def test_tcpdbench_metrics_is_imported_from_the_corpus_when_present(tmp_path: Path) -> None:
+    metrics = tmp_path / real.TCPD_METRICS
+    metrics.parent.mkdir(parents=True)
+    metrics.write_text("def f_measure(annotations, predictions, margin=5, alpha=0.5):\n    return 0.25\n")
+    f_measure, source = real.tcpd_f_measure(tmp_path)
+    assert f_measure({"1": []}, []) == 0.25 and "TCPDBench metrics.py" in source
+    assert real.tcpd_f_measure(tmp_path / "elsewhere")[0] is real.tcpd_f1_fallback
+
+
+@needs_corpus
+def test_real_truth_indexes() -> None:
+    talos = {s.name: s.truth for s in real.talos_series()}
+    assert talos["runs1"] == [111] and talos["runs5"] == [] and talos["tp5rss"] == [995, 1167, 1178]
+    assert real.tigerbeetle_series().truth == [15, 71]
+
+
+def test_forward_fill_keeps_indexes() -> None:
+    assert real.forward_fill([None, 1.0, None, 3.0]).tolist() == [1.0, 1.0, 1.0, 3.0]
+
+
+@needs_corpus
+def test_otava_adapter_reproduces_otavas_own_tests() -> None:
+    pytest.importorskip("otava.analysis")
+    data = json.loads((real.corpus_dir() / real.TIGERBEETLE).read_text())
+    for case in data["cases"]:
+        p = case["params"]
+        got = peers.otava(np.array(data["series"], float), p["window_len"], p["max_pvalue"], p["min_magnitude"])
+        assert got == case["expected_change_point_indexes"], case["test"]
