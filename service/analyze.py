@@ -1,19 +1,36 @@
-"""Feed one finished run and its baseline to ``service.analysis``; store the changes found.
+"""Feed a finished run and its history to ``service.analysis``; store and follow up what it finds.
 
-The baseline of a run is the latest earlier-committed run of the same repository on the
-same device (fingerprint) that produced results. Re-analysing a run adds nothing twice.
+Performance changes are never stored on the evidence of separate runs alone: timings of one
+commit vary between processes by more than many real regressions. A run produces
+*candidates* — its difference from the previous measured commit, and the change points of
+each series it extends — and every candidate is confirmed by an interleaved A/B of the two
+commits either side of it (``followups.Confirm``, decided in ``confirm.apply``). Candidates
+already decided, or inside a change that is being narrowed down, are not asked again.
+
+Correctness needs no confirmation: a test that fails on the head and not on its baseline is a
+change at once. A run whose commit lies inside an open change's range narrows that range
+(``bisect.narrow``); a range wider than one commit asks for its midpoint to be measured.
+
+Series are per device fingerprint, so a new driver, CUDA, torch or Triton, other clocks or
+another GPU model start a new epoch instead of looking like a regression.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from sqlmodel import Session, col, select
 
-from service.analysis import compare, correctness, fdr
-from service.models import Benchmark, Change, Commit, Measurement, Run, TestOutcome
+from service import bisect
+from service.analysis import changepoints, compare, correctness
+from service.followups import Confirm, FollowUp, commits_between, confirmation_for
+from service.models import Benchmark, Change, Commit, Device, Measurement, Repository, Run, TestOutcome
 
-ALPHA = 0.01
+ADJACENT_ALPHA = 0.01  # candidates only: every one is confirmed by A/B before it is a change
+NUMERICS_DRIFT_FACTOR = 4.0  # error growth (two bits) that makes a numerics-drift change
+NUMERICS_ERROR_FLOOR = 1e-6  # errors below this are rounding noise, whatever the ratio
+SERIES_LIMIT = 500  # latest points per series searched for change points
 OPEN_STATES = ("new", "acknowledged")
 
 
@@ -23,9 +40,18 @@ class AnalysisSummary:
     baseline_run_id: int | None
     changes: list[int] = field(default_factory=list)
     fixed: list[int] = field(default_factory=list)
+    followups: list[FollowUp] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SeriesPoint:
+    commit_id: int
+    sha: str
+    median: float
 
 
 def baseline_run(session: Session, run: Run) -> Run | None:
+    """The latest run of an earlier commit of this repository on the same device."""
     commit = session.get(Commit, run.commit_id)
     if commit is None or commit.committed_at is None or run.device_id is None:
         return None
@@ -44,115 +70,216 @@ def analyze_run(session: Session, run_id: int) -> AnalysisSummary:
         raise LookupError(f"no run {run_id}")
     base = baseline_run(session, run)
     summary = AnalysisSummary(run_id=run_id, baseline_run_id=base.id if base else None)
-    if run.state not in ("succeeded", "failed"):
+    if run.state not in ("succeeded", "failed") or run.device_id is None:
         return summary
     head_commit = session.get(Commit, run.commit_id)
+    assert head_commit is not None
     base_commit = session.get(Commit, base.commit_id) if base else None
-    # The head is the first bad commit only when nothing unmeasured lies between it and its base.
-    adjacent = bool(base_commit and head_commit and base_commit.sha in head_commit.parents)
-    _correctness(session, run, base, base_commit, adjacent, summary)
-    if base is not None:
-        _performance(session, run, base, base_commit, adjacent, summary)
+    bisect.narrow(session, run, head_commit)
+    _correctness(session, run, head_commit, base, base_commit, summary)
+    if base is not None and base_commit is not None:
+        _numerics(session, run, head_commit, base, base_commit, summary)
+    _performance(session, run, head_commit, base, base_commit, summary)
+    summary.followups += bisect.next_steps(session, run.repository_id)
     return summary
 
 
-def _existing(session: Session, run: Run, kind: str, benchmark_id: int | None,
-              test_id: str | None) -> Change | None:
+# -- correctness ---------------------------------------------------------------------------
+
+
+def _outcomes(session: Session, run_id: int) -> dict[str, TestOutcome]:
+    rows = session.exec(select(TestOutcome).where(TestOutcome.run_id == run_id)).all()
+    return {f"{row.suite}::{row.test_id}": row for row in rows}
+
+
+def open_change(session: Session, repository_id: int, kind: str, *, benchmark_id: int | None = None,
+                test_id: str | None = None) -> Change | None:
     return session.exec(select(Change).where(
-        Change.repository_id == run.repository_id, Change.kind == kind,
-        Change.benchmark_id == benchmark_id, Change.test_id == test_id,
-        col(Change.state).in_(OPEN_STATES),
+        Change.repository_id == repository_id, Change.kind == kind,
+        Change.benchmark_id == benchmark_id, Change.test_id == test_id, col(Change.state).in_(OPEN_STATES),
     )).first()
 
 
-def _new_change(run: Run, base_commit: Commit | None, adjacent: bool, **fields: object) -> Change:
-    change = Change(repository_id=run.repository_id, detected_run_id=run.id, **fields)  # type: ignore[arg-type]
-    change.range_start_sha = base_commit.sha if base_commit else None
-    if adjacent or base_commit is None:
-        change.first_bad_commit_id = run.commit_id
+def new_change(session: Session, repository_id: int, run_id: int | None, device_id: int | None,
+               good: Commit | None, bad: Commit, **fields: object) -> Change:
+    """A change first seen between ``good`` (last good measured commit) and ``bad``.
+
+    The first bad commit is known when nothing unmeasured lies between the two; otherwise
+    the commits in between are recorded for ``bisect`` to narrow down on ``device_id``.
+    """
+    change = Change(repository_id=repository_id, detected_run_id=run_id, **fields)  # type: ignore[arg-type]
+    change.range_start_sha = good.sha if good else None
+    change.range_end_sha = bad.sha
+    if good is None or good.sha in bad.parents:
+        change.first_bad_commit_id = bad.id
+    else:
+        repository = session.get(Repository, repository_id)
+        assert repository is not None
+        between = commits_between(repository, good.sha, bad.sha)[:-1]
+        change.details = {**change.details, "bisect_range": between, "device_id": device_id}
+        if not between:
+            change.first_bad_commit_id = bad.id
+    session.add(change)
+    session.flush()
     return change
 
 
-def _outcomes(session: Session, run_id: int) -> dict[str, tuple[str, TestOutcome]]:
-    rows = session.exec(select(TestOutcome).where(TestOutcome.run_id == run_id)).all()
-    return {f"{row.suite}::{row.test_id}": (row.outcome, row) for row in rows}
+def _flaky(session: Session, commit_id: int, suite: str, test_id: str) -> bool:
+    """Both outcomes of one test on one commit (any run, any device): the test is flaky."""
+    outcomes = set(session.exec(
+        select(TestOutcome.outcome).join(Run, col(TestOutcome.run_id) == col(Run.id))
+        .where(Run.commit_id == commit_id, TestOutcome.suite == suite, TestOutcome.test_id == test_id)
+    ).all())
+    return "passed" in outcomes and bool(outcomes & correctness.FAILING)
 
 
-def _correctness(session: Session, run: Run, base: Run | None, base_commit: Commit | None,
-                 adjacent: bool, summary: AnalysisSummary) -> None:
+def _correctness(session: Session, run: Run, head_commit: Commit, base: Run | None, base_commit: Commit | None,
+                 summary: AnalysisSummary) -> None:
     head_rows = _outcomes(session, run.id)  # type: ignore[arg-type]
-    head = {key: outcome for key, (outcome, _) in head_rows.items()}
-    base_map = {k: o for k, (o, _) in _outcomes(session, base.id).items()} if base else None  # type: ignore[arg-type]
-    head_commit = session.get(Commit, run.commit_id)
+    head = {key: row.outcome for key, row in head_rows.items()}
+    base_map = {k: r.outcome for k, r in _outcomes(session, base.id).items()} if base else None  # type: ignore[arg-type]
     for key in correctness.new_failures(base_map, head):
-        row = head_rows[key][1]
-        if _existing(session, run, "correctness-failure", None, row.test_id):
+        row = head_rows[key]
+        existing = open_change(session, run.repository_id, "correctness-failure", test_id=row.test_id)
+        if existing is not None:
             continue
-        change = _new_change(run, base_commit, adjacent, kind="correctness-failure",
-                             suite=row.suite, test_id=row.test_id,
-                             details={"message": row.message[:2000]})
-        change.range_end_sha = head_commit.sha if head_commit else None
-        session.add(change)
-        session.flush()
+        change = new_change(session, run.repository_id, run.id, run.device_id, base_commit, head_commit,
+                            kind="correctness-failure",
+                            suite=row.suite, test_id=row.test_id, details={"message": row.message[:2000]})
         summary.changes.append(change.id)  # type: ignore[arg-type]
-    # A failure whose test passes again is fixed, whoever fixed it.
-    for key, outcome in head.items():
-        if outcome != "passed":
+        if run.trigger == "bisect" and _passes_at_tip(session, run, row.suite, row.test_id):
+            # Found while bisecting something else: the branch's newest run already passes it.
+            change.state = "fixed"
+            change.details = {**change.details, "fixed_at": "a later commit"}
+            summary.fixed.append(change.id)  # type: ignore[arg-type]
+    for key, row in head_rows.items():
+        open_failure = open_change(session, run.repository_id, "correctness-failure", test_id=row.test_id)
+        if open_failure is None:
             continue
-        row = head_rows[key][1]
-        open_change = _existing(session, run, "correctness-failure", None, row.test_id)
-        if open_change is not None:
-            open_change.state = "fixed"
-            open_change.details = {**open_change.details, "fixed_in_run": run.id}
-            session.add(open_change)
-            summary.fixed.append(open_change.id)  # type: ignore[arg-type]
+        if _flaky(session, run.commit_id, row.suite, row.test_id):
+            open_failure.details = {**open_failure.details, "flaky": True}
+            session.add(open_failure)
+        # A failure whose test passes again on a later commit is fixed, whoever fixed it.
+        elif row.outcome == "passed" and run.trigger != "bisect":
+            open_failure.state = "fixed"
+            open_failure.details = {**open_failure.details, "fixed_in_run": run.id, "fixed_at": head_commit.sha}
+            session.add(open_failure)
+            summary.fixed.append(open_failure.id)  # type: ignore[arg-type]
 
 
-def _history(session: Session, run: Run, benchmark_id: int, limit: int = 30) -> list[float]:
-    """Medians of this series on this device before ``run``'s commit, oldest first."""
-    commit = session.get(Commit, run.commit_id)
-    if commit is None or commit.committed_at is None:
-        return []
+def _passes_at_tip(session: Session, run: Run, suite: str, test_id: str) -> bool:
+    tip = session.exec(
+        select(Run).join(Commit, col(Run.commit_id) == col(Commit.id))
+        .where(Run.repository_id == run.repository_id, Run.device_id == run.device_id,
+               col(Run.state).in_(("succeeded", "failed")))
+        .order_by(col(Commit.committed_at).desc(), col(Run.id).desc())
+    ).first()
+    if tip is None or tip.commit_id == run.commit_id:
+        return False
+    outcome = session.exec(select(TestOutcome.outcome).where(
+        TestOutcome.run_id == tip.id, TestOutcome.suite == suite, TestOutcome.test_id == test_id)).first()
+    return outcome == "passed"
+
+
+def _numerics(session: Session, run: Run, head_commit: Commit, base: Run, base_commit: Commit,
+              summary: AnalysisSummary) -> None:
+    """A case whose measured error grew by ``NUMERICS_DRIFT_FACTOR`` is drifting, even while it passes."""
+    base_rows = _outcomes(session, base.id)  # type: ignore[arg-type]
+    for key, row in _outcomes(session, run.id).items():  # type: ignore[arg-type]
+        drifting = open_change(session, run.repository_id, "numerics-drift", test_id=row.test_id)
+        if drifting is not None and run.trigger != "bisect":
+            value = getattr(row, drifting.details.get("metric", "max_abs_err"))
+            if value is not None and value <= NUMERICS_DRIFT_FACTOR * max(drifting.details.get("before") or 0.0,
+                                                                          NUMERICS_ERROR_FLOOR):
+                drifting.state = "fixed"
+                drifting.details = {**drifting.details, "fixed_in_run": run.id, "fixed_at": head_commit.sha}
+                session.add(drifting)
+                summary.fixed.append(drifting.id)  # type: ignore[arg-type]
+        if row.outcome in correctness.FAILING:
+            continue  # a failing case is a correctness failure, not a drift
+        old = base_rows.get(key)
+        for metric in ("max_abs_err", "max_rel_err"):
+            before = getattr(old, metric) if old else None
+            after = getattr(row, metric)
+            if before is None or after is None or after < NUMERICS_ERROR_FLOOR:
+                continue
+            if after <= NUMERICS_DRIFT_FACTOR * max(before, NUMERICS_ERROR_FLOOR):
+                continue
+            if open_change(session, run.repository_id, "numerics-drift", test_id=row.test_id):
+                break
+            change = new_change(
+                session, run.repository_id, run.id, run.device_id, base_commit, head_commit,
+                kind="numerics-drift", suite=row.suite,
+                test_id=row.test_id, change_pct=(after / max(before, NUMERICS_ERROR_FLOOR) - 1) * 100,
+                details={"metric": metric, "before": before, "after": after},
+            )
+            summary.changes.append(change.id)  # type: ignore[arg-type]
+            break
+
+
+# -- performance candidates ---------------------------------------------------------------
+
+
+def series_points(session: Session, benchmark_id: int, device_id: int, limit: int = SERIES_LIMIT) -> list[SeriesPoint]:
+    """One median per commit (the latest run's) on one device, oldest commit first."""
     rows = session.exec(
-        select(Measurement.median).join(Run, col(Measurement.run_id) == col(Run.id))
+        select(Commit.id, Commit.sha, Measurement.median, Run.id)
+        .join(Run, col(Measurement.run_id) == col(Run.id))
         .join(Commit, col(Run.commit_id) == col(Commit.id))
-        .where(Measurement.benchmark_id == benchmark_id, Run.device_id == run.device_id,
-               col(Commit.committed_at) < commit.committed_at)
-        .order_by(col(Commit.committed_at).desc()).limit(limit)
+        .where(Measurement.benchmark_id == benchmark_id, Run.device_id == device_id)
+        .order_by(col(Commit.committed_at).desc(), col(Run.id).desc()).limit(limit * 2)
     ).all()
-    return list(reversed(rows))
+    seen: dict[int, SeriesPoint] = {}
+    for commit_id, sha, median, _ in rows:
+        seen.setdefault(commit_id, SeriesPoint(commit_id, sha, median))  # type: ignore[arg-type]
+    return list(reversed(list(seen.values())[:limit]))
 
 
-def _performance(session: Session, run: Run, base: Run, base_commit: Commit | None,
-                 adjacent: bool, summary: AnalysisSummary) -> None:
-    head_rows = session.exec(select(Measurement).where(Measurement.run_id == run.id)).all()
-    base_rows = {m.benchmark_id: m for m in
-                 session.exec(select(Measurement).where(Measurement.run_id == base.id)).all()}
-    pairs = [(m, base_rows[m.benchmark_id]) for m in head_rows if m.benchmark_id in base_rows]
-    benchmarks = {b.id: b for b in session.exec(
-        select(Benchmark).where(col(Benchmark.id).in_([m.benchmark_id for m, _ in pairs]))).all()}
-    verdicts = [
-        compare.compare(b.samples, m.samples, higher_is_better=benchmarks[m.benchmark_id].higher_is_better,
-                        alpha=1.0, run_noise=compare.run_to_run_noise(_history(session, run, m.benchmark_id)))
-        for m, b in pairs
-    ]
-    adjusted = fdr.adjust([v.p_value for v in verdicts])
-    head_commit = session.get(Commit, run.commit_id)
-    for (measurement, _), verdict, q_value in zip(pairs, verdicts, adjusted):
-        if q_value >= ALPHA or verdict.direction == "none":
+def _performance(session: Session, run: Run, head_commit: Commit, base: Run | None, base_commit: Commit | None,
+                 summary: AnalysisSummary) -> None:
+    repository = session.get(Repository, run.repository_id)
+    device = session.get(Device, run.device_id)
+    assert repository is not None and device is not None
+    measurements = session.exec(select(Measurement).where(Measurement.run_id == run.id)).all()
+    pairs: set[tuple[str, str]] = set()
+    for measurement in measurements:
+        points = series_points(session, measurement.benchmark_id, device.id)  # type: ignore[arg-type]
+        for cp in changepoints.detect([p.median for p in points]):
+            pairs.add((points[cp.index - 1].sha, points[cp.index].sha))
+    if base is not None and base_commit is not None:
+        pairs |= {(base_commit.sha, head_commit.sha)} if _adjacent_moved(session, run, base, measurements) else set()
+    for good, bad in sorted(pairs):
+        if confirmation_for(session, repository, device, good, bad) is not None:
+            continue  # decided (or being decided) already
+        if _inside_open_change(session, repository.id, good, bad):  # type: ignore[arg-type]
             continue
-        kind = "perf-regression" if verdict.direction == "regression" else "perf-improvement"
-        # Each run's verdict is stored once; a later, separate slowdown is a new change.
-        if session.exec(select(Change).where(Change.detected_run_id == run.id,
-                                             Change.benchmark_id == measurement.benchmark_id)).first():
+        summary.followups.append(Confirm(repository.id, device.id, good, bad))  # type: ignore[arg-type]
+
+
+def _adjacent_moved(session: Session, run: Run, base: Run, measurements: Iterable[Measurement]) -> bool:
+    """Does any benchmark differ from the baseline run beyond the series' run-to-run noise?"""
+    base_rows = {m.benchmark_id: m for m in session.exec(select(Measurement).where(Measurement.run_id == base.id))}
+    for m in measurements:
+        old = base_rows.get(m.benchmark_id)
+        benchmark = session.get(Benchmark, m.benchmark_id)
+        if old is None or benchmark is None:
             continue
-        change = _new_change(
-            run, base_commit, adjacent, kind=kind, benchmark_id=measurement.benchmark_id,
-            suite=benchmarks[measurement.benchmark_id].suite, change_pct=verdict.change_pct,
-            ci_low=verdict.ci_low, ci_high=verdict.ci_high, p_value=q_value,
-            details={"threshold_pct": verdict.threshold_pct, "reason": verdict.reason},
-        )
-        change.range_end_sha = head_commit.sha if head_commit else None
-        session.add(change)
-        session.flush()
-        summary.changes.append(change.id)  # type: ignore[arg-type]
+        history = [p.median for p in series_points(session, m.benchmark_id, run.device_id, 30)]  # type: ignore[arg-type]
+        verdict = compare.compare(old.samples, m.samples, higher_is_better=benchmark.higher_is_better,
+                                  alpha=ADJACENT_ALPHA, run_noise=compare.run_to_run_noise(history[:-1]))
+        if verdict.direction != "none":
+            return True
+    return False
+
+
+def _inside_open_change(session: Session, repository_id: int, good: str, bad: str) -> bool:
+    """Is ``good..bad`` already covered by an open perf change being tracked or narrowed?"""
+    rows = session.exec(select(Change).where(
+        Change.repository_id == repository_id, col(Change.kind).in_(("perf-regression", "perf-improvement")),
+        col(Change.state).in_(OPEN_STATES),
+    )).all()
+    return any(
+        (c.range_start_sha, c.range_end_sha) == (good, bad)
+        or (c.details.get("bisect_range") and bad in c.details["bisect_range"])
+        for c in rows
+    )

@@ -1,17 +1,20 @@
-"""JSON API: runs, benchmarks, series, changes, devices (read-only so far)."""
+"""JSON API: runs, benchmarks, series, changes, comparisons, devices; triage with a token."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Query
+from pydantic import BaseModel, Field
 from sqlmodel import select
 
 from service import queries
-from service.deps import SessionDep
+from service.deps import SessionDep, TokenDep
 from service.models import (
     Benchmark,
+    Change,
     Commit,
+    Comparison,
     Device,
     Measurement,
     Repository,
@@ -82,6 +85,43 @@ def get_series(benchmark_id: int, session: SessionDep) -> dict[str, Any]:
 def list_changes(session: SessionDep, repo: str | None = None) -> list[dict[str, Any]]:
     _repository_id(session, repo)
     return queries.change_rows(session, repo)
+
+
+class TriageRequest(BaseModel):
+    state: str = Field(description="new | acknowledged | expected | invalid | fixed")
+    note: str = ""
+
+
+@router.patch("/changes/{change_id}")
+def triage_change(change_id: int, body: TriageRequest, session: SessionDep, actor: TokenDep) -> dict[str, Any]:
+    """Set a change's triage state (needs the API token)."""
+    from service.triage import TriageError, set_state
+
+    if session.get(Change, change_id) is None:
+        raise HTTPException(404, f"no change {change_id}")
+    try:
+        set_state(session, change_id, body.state, body.note, actor)
+    except TriageError as exc:
+        raise HTTPException(422, str(exc)) from exc
+    session.commit()
+    return next(row for row in queries.change_rows(session) if row["id"] == change_id)
+
+
+@router.get("/comparisons/{comparison_id}")
+def get_comparison(comparison_id: int, session: SessionDep) -> dict[str, Any]:
+    """An A/B comparison: verdict and per-benchmark results with their per-round values."""
+    from service.comparisons import results_of
+
+    comparison = session.get(Comparison, comparison_id)
+    if comparison is None:
+        raise HTTPException(404, f"no comparison {comparison_id}")
+    return {
+        "comparison": comparison,
+        "base": session.get(Commit, comparison.base_commit_id),
+        "head": session.get(Commit, comparison.head_commit_id),
+        "results": [{"benchmark": b.name, "suite": b.suite, "benchmark_id": b.id, **r.model_dump()}
+                    for r, b in results_of(session, comparison_id)],
+    }
 
 
 @router.get("/devices")

@@ -153,6 +153,80 @@ def regressions(
     console.print(table if rows else "no changes detected")
 
 
+@app.command()
+def compare(
+    base: Annotated[str, typer.Argument(help="base revision (e.g. the merge-base)")],
+    head: Annotated[str, typer.Argument(help="head revision")],
+    repo: Annotated[str, typer.Option("--repo", help="registered OWNER/NAME, local path or clone URL")] = ".",
+    min_rounds: Annotated[int | None, typer.Option("--min-rounds", min=3, help="rounds before a verdict")] = None,
+    max_rounds: Annotated[int | None, typer.Option("--max-rounds", min=3, help="cap for inconclusive ones")] = None,
+    format_: Annotated[str, typer.Option("--format", help="table | json")] = "table",
+    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="with a broker: wait for the verdict")] = True,
+) -> None:
+    """Interleaved A/B of BASE and HEAD on this machine's device; a verdict per benchmark.
+
+    Exit status: 0 no change or improvement, 1 regression or new test failure,
+    3 inconclusive at the round cap, 2 bad input or a comparison that could not run.
+    """
+    from service.compare_command import CompareRequest, execute, render
+
+    _prepare_database()
+    out = err if format_ == "json" else console
+    code, data = execute(CompareRequest(repo, base, head, min_rounds, max_rounds, wait), out)
+    if data is not None:
+        if format_ == "json":
+            sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        else:
+            render(console, data)
+    raise typer.Exit(code)
+
+
+@app.command()
+def changepoints(
+    csv_file: Annotated[str, typer.Option("--csv", help="columns: commit, then one number per benchmark")],
+    format_: Annotated[str, typer.Option("--format", help="table | json")] = "table",
+) -> None:
+    """Change points in an external history, one row per commit, oldest first."""
+    from pathlib import Path
+
+    from service.changepoints_command import CsvHistoryError, find, read_history
+
+    try:
+        found = find(read_history(Path(csv_file)))
+    except CsvHistoryError as exc:
+        _fail(str(exc))
+    if format_ == "json":
+        sys.stdout.write(json.dumps(found, indent=2) + "\n")
+        return
+    table = Table("series", "index", "commit", "before", "after", "Δ %", "p")
+    for name, points in found.items():
+        for cp in points:
+            table.add_row(name, str(cp["index"]), str(cp["commit"])[:12], f"{cp['before']:.4g}",
+                          f"{cp['after']:.4g}", f"{cp['change_pct']:+.2f}", f"{cp['p_value']:.2g}")
+    console.print(table if table.row_count else "no change points")
+
+
+@app.command()
+def triage(
+    change_id: Annotated[int, typer.Argument(help="the change's id (see `roofwatch regressions`)")],
+    state: Annotated[str, typer.Argument(help="new | acknowledged | expected | invalid | fixed")],
+    note: Annotated[str, typer.Option("--note", help="why, for the change's history")] = "",
+) -> None:
+    """Set a change's triage state."""
+    import getpass
+
+    from service.db import session_scope
+    from service.triage import TriageError, set_state
+
+    _prepare_database()
+    try:
+        with session_scope() as session:
+            change = set_state(session, change_id, state, note, actor=getpass.getuser())
+            console.print(f"change {change.id} is now [bold]{change.state}[/]")
+    except TriageError as exc:
+        _fail(str(exc))
+
+
 def main() -> None:
     logging.basicConfig(level=logging.WARNING)
     app()

@@ -35,6 +35,9 @@ class Settings(BaseSettings):
     suite_timeout: float = 1800.0
     # Captured stdout+stderr kept per suite, bytes; the rest is dropped, not buffered.
     output_limit: int = 1_000_000
+    # Interleaved A/B: rounds before a verdict may be given, and the cap for inconclusive ones.
+    ab_min_rounds: int = 3
+    ab_max_rounds: int = 10
 
     @model_validator(mode="after")
     def _refuse_unsafe_production(self) -> Settings:

@@ -75,7 +75,7 @@ def ingest_envelope(session: Session, envelope: Envelope) -> Run:
         for outcome in suite.outcomes:
             session.add(TestOutcome(run_id=run_id, suite=suite.name, **outcome.model_dump()))
         for record in suite.measurements:
-            benchmark = _upsert_benchmark(session, repository, suite.name, device, record)
+            benchmark = upsert_benchmark(session, repository, suite.name, device, record)
             measurement, harness_error = _measurement(run_id, benchmark, device, record)
             session.add(measurement)
             if harness_error:
@@ -102,7 +102,7 @@ def _update_commit(session: Session, run: Run, envelope: Envelope) -> None:
     session.add(commit)
 
 
-def _upsert_benchmark(session: Session, repository: Repository, suite: str, device: Device,
+def upsert_benchmark(session: Session, repository: Repository, suite: str, device: Device,
                       record: MeasurementRecord) -> Benchmark:
     fingerprint = benchmark_fingerprint(
         repository.full_name, suite, record.name, record.params, record.dtype, device.device_class

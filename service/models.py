@@ -178,3 +178,54 @@ class WebhookDelivery(SQLModel, table=True):
     event: str
     received_at: datetime = Field(default_factory=utcnow)
     outcome: str = ""
+
+
+COMPARISON_PURPOSES = ("pull_request", "confirm", "manual")
+COMPARISON_VERDICTS = ("regression", "improvement", "no-change", "inconclusive", "failure", "errored")
+
+
+class Comparison(SQLModel, table=True):
+    """An interleaved A/B of two commits on one device: a PR verdict, or the confirmation of a change."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    repository_id: int = Field(foreign_key="repository.id", index=True)
+    base_commit_id: int = Field(foreign_key="commit.id", index=True)
+    head_commit_id: int = Field(foreign_key="commit.id", index=True)
+    device_id: int | None = Field(default=None, foreign_key="device.id", index=True)
+    purpose: str = "manual"
+    run_id: int | None = Field(default=None, foreign_key="run.id", index=True)  # the PR run it decides
+    state: str = Field(default="queued", index=True)  # queued | running | succeeded | failed | errored
+    verdict: str = ""
+    rounds: int = 0
+    # Same key, same comparison: a redelivered task or a repeated request makes no second row.
+    idempotency_key: str = Field(unique=True, index=True)
+    error: str = ""
+    details: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
+
+
+class ComparisonResult(SQLModel, table=True):
+    """One benchmark's verdict in a comparison, with the per-round medians it rests on."""
+
+    __table_args__ = (UniqueConstraint("comparison_id", "benchmark_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    comparison_id: int = Field(foreign_key="comparison.id", index=True)
+    benchmark_id: int = Field(foreign_key="benchmark.id", index=True)
+    base_values: list[float] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    head_values: list[float] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    base_median: float | None = None
+    head_median: float | None = None
+    change_pct: float = 0.0
+    ci_low: float = 0.0
+    ci_high: float = 0.0
+    p_value: float = 1.0
+    q_value: float = 1.0
+    noise_pct: float = 0.0
+    threshold_pct: float | None = None
+    mde_pct: float | None = None
+    direction: str = "inconclusive"
+    reason: str = ""
+    base_roofline: float | None = None
+    head_roofline: float | None = None

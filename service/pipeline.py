@@ -14,7 +14,6 @@ from sqlmodel import Session, col, select
 
 from service.config import Settings
 from service.models import Commit, Device, Repository, Run
-from service.tasks import analyze, ingest
 from workers.checkout import CommitInfo
 from workers.runner import Job
 from workers.tasks import run_commit
@@ -63,6 +62,8 @@ def job_for(run: Run, repository: Repository, commit: Commit, settings: Settings
 
 def submit(job: Job, queue: str) -> AsyncResult:
     """Send one job through the chain; in embedded mode this returns after it has finished."""
+    from service.tasks import analyze, ingest  # the tasks dispatch follow-ups through this module
+
     workflow = chain(
         run_commit.s(asdict(job)).set(queue=queue),
         ingest.s(),

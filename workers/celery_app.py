@@ -38,6 +38,8 @@ def make_app() -> Celery:
             "roofwatch.ingest": {"queue": INGEST_QUEUE},
             "roofwatch.run_started": {"queue": INGEST_QUEUE},
             "roofwatch.analyze": {"queue": CPU_QUEUE},
+            "roofwatch.ingest_ab": {"queue": INGEST_QUEUE},
+            "roofwatch.confirm_changes": {"queue": CPU_QUEUE},
         },
         broker_connection_retry_on_startup=True,
         result_expires=7 * 24 * 3600,

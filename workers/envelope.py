@@ -91,3 +91,35 @@ class Envelope(BaseModel):
     suites: list[SuiteResult] = Field(default_factory=list)
     started_at: datetime
     finished_at: datetime
+
+
+class RoundRecord(BaseModel):
+    """One side of one A/B round: the suites run in a fresh process for that commit."""
+
+    side: Literal["base", "head"]
+    index: int
+    suites: list[SuiteResult] = Field(default_factory=list)
+
+
+class ABEnvelope(BaseModel):
+    """What a worker learned from an interleaved A/B comparison of two commits.
+
+    Round 0 runs every suite of both commits (so correctness can be compared too); later
+    rounds run only the benchmark suites, alternating which side goes first.
+    """
+
+    version: int = ENVELOPE_VERSION
+    kind: Literal["ab"] = "ab"
+    comparison_id: int
+    idempotency_key: str
+    repository: str
+    base_sha: str
+    head_sha: str
+    status: Literal["succeeded", "failed", "errored"]
+    reason: str = ""
+    base_commit: CommitRecord | None = None
+    head_commit: CommitRecord | None = None
+    device: DeviceInfo
+    rounds: list[RoundRecord] = Field(default_factory=list)
+    started_at: datetime
+    finished_at: datetime

@@ -16,6 +16,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
 from workers import checkout, sandbox
 from workers.device import probe
@@ -44,6 +45,14 @@ class Job:
     data_dir: str
     suite_timeout_s: float = 1800.0
     output_limit: int = 1_000_000
+
+
+class SuiteLimits(Protocol):
+    """What running a suite needs from a job: whose setup cache, and how long and loud it may be."""
+
+    repository: str
+    suite_timeout_s: float
+    output_limit: int
 
 
 Progress = Callable[[str, str], None]  # (suite name, event: "start" | status)
@@ -80,7 +89,7 @@ def run_job(job: Job, device: DeviceInfo | None = None, progress: Progress | Non
                 return envelope("errored", str(exc), commit=commit)
             if specs is None:
                 return envelope("skipped", "no [[tool.roofwatch.suites]] in pyproject.toml", commit=commit)
-            results = [_run_suite(spec, tree, data_dir, job, progress) for spec in specs]
+            results = [run_suite(spec, tree, data_dir, job, progress) for spec in specs]
     except CheckoutError as exc:
         return envelope("errored", str(exc))
 
@@ -94,7 +103,7 @@ def run_job(job: Job, device: DeviceInfo | None = None, progress: Progress | Non
     return envelope(status, f"suites not passed: {', '.join(failed)}" if failed else "", results, commit)
 
 
-def _run_setup(spec: SuiteSpec, tree: Path, data_dir: Path, job: Job) -> str | None:
+def _run_setup(spec: SuiteSpec, tree: Path, data_dir: Path, job: SuiteLimits) -> str | None:
     """Run the suite's setup once per distinct set of inputs; the error text, or None."""
     if not spec.setup:
         return None
@@ -116,8 +125,8 @@ def _run_setup(spec: SuiteSpec, tree: Path, data_dir: Path, job: Job) -> str | N
     return None
 
 
-def _run_suite(spec: SuiteSpec, tree: Path, data_dir: Path, job: Job,
-               progress: Progress | None) -> SuiteResult:
+def run_suite(spec: SuiteSpec, tree: Path, data_dir: Path, job: SuiteLimits,
+              progress: Progress | None = None) -> SuiteResult:
     if progress:
         progress(spec.name, "start")
     setup_error = _run_setup(spec, tree, data_dir, job)
@@ -131,7 +140,7 @@ def _run_suite(spec: SuiteSpec, tree: Path, data_dir: Path, job: Job,
     return result
 
 
-def _execute(spec: SuiteSpec, tree: Path, scratch: Path, job: Job) -> SuiteResult:
+def _execute(spec: SuiteSpec, tree: Path, scratch: Path, job: SuiteLimits) -> SuiteResult:
     result_file = scratch / ("junit.xml" if spec.kind == "correctness" else "benchmark.json")
     flag = "--junitxml" if spec.kind == "correctness" else "--benchmark-json"
     argv = [*spec.argv(), f"{flag}={result_file}"]

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import logging
+from contextvars import ContextVar
 from typing import Any
 
+from workers.ab import ABJob, RoundProgress, run_ab
 from workers.celery_app import app
 from workers.runner import Job, local_progress, run_job
 
 log = logging.getLogger(__name__)
+
+# Set by an in-process caller (the CLI in embedded mode) to follow the rounds of a comparison.
+ab_progress: ContextVar[RoundProgress | None] = ContextVar("ab_progress", default=None)
 
 
 @app.task(name="roofwatch.run_commit", bind=True, acks_late=True,
@@ -34,3 +39,16 @@ def _progress_reporter(task: Any):  # type: ignore[no-untyped-def]
             task.update_state(state="PROGRESS", meta={"suite": suite, "event": event})
 
     return report
+
+
+@app.task(name="roofwatch.run_ab", bind=True, acks_late=True,
+          soft_time_limit=8 * 3600, time_limit=8 * 3600 + 300)
+def run_ab_task(self: Any, job: dict[str, Any]) -> dict[str, Any]:
+    """Interleave ``job`` (an ``ABJob`` as a dict) and return the A/B envelope as JSON-ready data."""
+    spec = ABJob(**job)
+    log.info("comparison %s: %s %s..%s", spec.comparison_id, spec.repository, spec.base_sha[:12], spec.head_sha[:12])
+    listener = ab_progress.get()
+    envelope = run_ab(spec, progress=listener)
+    log.info("comparison %s: %s after %d round(s)", spec.comparison_id, envelope.status,
+             len({r.index for r in envelope.rounds}))
+    return envelope.model_dump(mode="json")

@@ -1,0 +1,79 @@
+"""`roofwatch compare`: interleaved A/B on this machine, verdicts a CI step can gate on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from planted_repo import build_planted_history
+from sample_repo import commit, init
+from tests_support import roofwatch
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+QUICK_PYPROJECT = """\
+[project]
+name = "quick"
+version = "0.0.1"
+
+[[tool.roofwatch.suites]]
+name = "benchmarks"
+kind = "benchmark"
+command = "python -m pytest bench -q -p no:cacheprovider --benchmark-only --benchmark-min-rounds=10 --benchmark-max-time=0.02 --benchmark-warmup=off"
+"""
+
+QUICK_BENCH = """\
+def work(n):
+    return sum(i * i for i in range(n))
+
+
+def test_work(benchmark):
+    benchmark(work, 3000)
+
+
+def test_more_work(benchmark):
+    benchmark(work, 9000)
+"""
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {"ROOFWATCH_DATA_DIR": str(tmp_path / "data"), "ROOFWATCH_DATABASE_URL": f"sqlite:///{tmp_path}/rw.db"}
+
+
+def test_identical_code_is_no_change_twenty_times_out_of_twenty(tmp_path: Path, env: dict[str, str]) -> None:
+    repo = tmp_path / "quick"
+    init(repo)
+    base = commit(repo, "Add work", {"pyproject.toml": QUICK_PYPROJECT, "bench/test_work.py": QUICK_BENCH}, 1)
+    head = commit(repo, "Document work", {"README.md": "Only words changed.\n"}, 2)
+    verdicts = []
+    for _ in range(20):
+        done = roofwatch(["compare", base, head, "--repo", str(repo), "--format", "json"], env, check=False)
+        data = json.loads(done.stdout)
+        verdicts.append(data["verdict"])
+        assert done.returncode == 0, data
+        assert all(row["direction"] == "none" for row in data["benchmarks"]), data
+    assert verdicts == ["no-change"] * 20
+
+
+def test_a_planted_slowdown_and_a_correctness_bug_fail_the_comparison(tmp_path: Path, env: dict[str, str]) -> None:
+    repo = tmp_path / "planted"
+    shas = build_planted_history(repo)
+    done = roofwatch(["compare", shas["refactor"], shas["bug"], "--repo", str(repo), "--format", "json"], env,
+                     check=False)
+    data = json.loads(done.stdout)
+    assert done.returncode == 1 and data["verdict"] == "failure", data
+    assert [f["test_id"] for f in data["new_failures"]] == ["checks.test_kernels::test_softmax"]
+
+    done = roofwatch(["compare", shas["docs"], shas["slow"], "--repo", str(repo)], env, check=False)
+    assert done.returncode == 1, done.stdout
+    assert "regression" in done.stdout and "test_rmsnorm" in done.stdout
+    assert "smallest detectable change" in done.stdout
+
+
+def test_unknown_revisions_are_a_clear_error(tmp_path: Path, env: dict[str, str]) -> None:
+    repo = tmp_path / "planted"
+    build_planted_history(repo)
+    done = roofwatch(["compare", "main", "no-such-branch", "--repo", str(repo)], env, check=False)
+    assert done.returncode == 2 and "unknown revision 'no-such-branch'" in done.stdout

@@ -1,0 +1,152 @@
+"""Interleaved A/B of two commits on this device: base and head in alternating fresh processes.
+
+Both commits are checked out side by side once. Round 0 runs every suite of each (so the
+comparison also knows which tests fail on which side); each later round runs only the
+benchmark suites, base and head each in a new process. The order alternates every round
+(A B, B A, A B, …) so that whatever favours the second process of a pair — a warm page
+cache, a clock that has ramped up — falls on both sides equally.
+
+After ``min_rounds`` the worker asks ``service.analysis.abtest`` (pure numbers, no database)
+whether every benchmark has a verdict; inconclusive ones get more rounds up to
+``max_rounds``. The result is an ``ABEnvelope``; like every envelope it holds no credentials.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from service.analysis import abtest
+from workers import checkout
+from workers.device import probe
+from workers.envelope import ABEnvelope, CommitRecord, DeviceInfo, RoundRecord, SuiteResult
+from workers.errors import CheckoutError, SuiteConfigError
+from workers.runner import run_suite
+from workers.suite_config import SuiteSpec, load_suites
+
+log = logging.getLogger(__name__)
+
+LATER_ROUND_OUTPUT = 2000  # characters of output kept for rounds after the first
+
+
+@dataclass(frozen=True)
+class ABJob:
+    comparison_id: int
+    idempotency_key: str
+    repository: str
+    clone_url: str
+    base_sha: str
+    head_sha: str
+    data_dir: str
+    min_rounds: int = abtest.MIN_ROUNDS
+    max_rounds: int = 10
+    suite_timeout_s: float = 1800.0
+    output_limit: int = 1_000_000
+
+
+RoundProgress = Callable[[int, str, str], None]  # (round, side, suite status or "start")
+
+
+def round_medians(rounds: list[RoundRecord], side: str) -> dict[str, list[float]]:
+    """Per benchmark (``suite::name``), the median of each round of ``side``, in round order."""
+    out: dict[str, list[float]] = {}
+    for record in sorted((r for r in rounds if r.side == side), key=lambda r: r.index):
+        for suite in record.suites:
+            for m in suite.measurements:
+                out.setdefault(f"{suite.name}::{m.name}", []).append(m.median)
+    return out
+
+
+def paired_rounds(rounds: list[RoundRecord]) -> dict[str, tuple[list[float], list[float]]]:
+    """Benchmarks measured on both sides in every round that measured them, paired by round."""
+    by_round: dict[tuple[str, int], dict[str, float]] = {}
+    for record in rounds:
+        for suite in record.suites:
+            for m in suite.measurements:
+                by_round.setdefault((record.side, record.index), {})[f"{suite.name}::{m.name}"] = m.median
+    indexes = sorted({r.index for r in rounds})
+    pairs: dict[str, tuple[list[float], list[float]]] = {}
+    for i in indexes:
+        base, head = by_round.get(("base", i), {}), by_round.get(("head", i), {})
+        for key in base.keys() & head.keys():
+            b, h = pairs.setdefault(key, ([], []))
+            b.append(base[key])
+            h.append(head[key])
+    return pairs
+
+
+def _conclusive(rounds: list[RoundRecord]) -> bool:
+    pairs = paired_rounds(rounds)
+    if not pairs:
+        return True  # nothing to compare: more rounds will not change that
+    found = abtest.verdicts([(b, h, False) for b, h in pairs.values()])
+    return not abtest.needs_more_rounds(found)
+
+
+def run_ab(job: ABJob, device: DeviceInfo | None = None, progress: RoundProgress | None = None) -> ABEnvelope:
+    started = datetime.now(UTC)
+    device = device or probe()
+    data_dir = Path(job.data_dir)
+    rounds: list[RoundRecord] = []
+    commits: dict[str, CommitRecord | None] = {"base": None, "head": None}
+
+    def envelope(status: str, reason: str = "") -> ABEnvelope:
+        return ABEnvelope(
+            comparison_id=job.comparison_id, idempotency_key=job.idempotency_key,
+            repository=job.repository, base_sha=job.base_sha, head_sha=job.head_sha,
+            status=status, reason=reason, base_commit=commits["base"], head_commit=commits["head"],  # type: ignore[arg-type]
+            device=device, rounds=rounds, started_at=started, finished_at=datetime.now(UTC),
+        )
+
+    try:
+        mirror = checkout.ensure_mirror(data_dir / "mirrors", job.clone_url)
+        for side, sha in (("base", job.base_sha), ("head", job.head_sha)):
+            if not checkout.has_commit(mirror, sha):
+                return envelope("errored", f"{side} commit {sha} does not exist in {job.repository}")
+            commits[side] = CommitRecord(**vars(checkout.commit_info(mirror, sha)))
+        worktrees = data_dir / "worktrees"
+        with checkout.worktree(mirror, job.base_sha, worktrees) as base_tree, \
+                checkout.worktree(mirror, job.head_sha, worktrees) as head_tree:
+            trees = {"base": base_tree, "head": head_tree}
+            specs: dict[str, list[SuiteSpec]] = {}
+            for side, tree in trees.items():
+                try:
+                    found = load_suites(tree)
+                except SuiteConfigError as exc:
+                    return envelope("errored", f"{side}: {exc}")
+                if not found:
+                    return envelope("errored", f"{side}: no [[tool.roofwatch.suites]] in pyproject.toml")
+                specs[side] = found
+            _run_rounds(job, trees, specs, data_dir, rounds, progress)
+    except CheckoutError as exc:
+        return envelope("errored", str(exc))
+
+    first = [s for r in rounds if r.index == 0 for s in r.suites]
+    if any(s.status in ("errored", "timeout") for s in first):
+        broken = sorted({s.name for s in first if s.status in ("errored", "timeout")})
+        return envelope("failed", f"suites did not finish: {', '.join(broken)}")
+    return envelope("succeeded")
+
+
+def _run_rounds(job: ABJob, trees: dict[str, Path], specs: dict[str, list[SuiteSpec]], data_dir: Path,
+                rounds: list[RoundRecord], progress: RoundProgress | None) -> None:
+    for index in range(job.max_rounds):
+        order = ("base", "head") if index % 2 == 0 else ("head", "base")
+        for side in order:
+            wanted = specs[side] if index == 0 else [s for s in specs[side] if s.kind == "benchmark"]
+            results: list[SuiteResult] = []
+            for spec in wanted:
+                report = (lambda suite, event, side=side: progress(index, side, event)) if progress else None
+                result = run_suite(spec, trees[side], data_dir, job, report)
+                if index:
+                    result = result.model_copy(update={"output_tail": result.output_tail[-LATER_ROUND_OUTPUT:]})
+                results.append(result)
+            rounds.append(RoundRecord(side=side, index=index, suites=results))  # type: ignore[arg-type]
+        done = index + 1
+        if done >= job.min_rounds and _conclusive(rounds):
+            log.info("comparison %s: conclusive after %d round(s)", job.comparison_id, done)
+            return
+    log.info("comparison %s: stopped at the cap of %d rounds", job.comparison_id, job.max_rounds)
