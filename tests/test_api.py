@@ -51,3 +51,32 @@ def test_dashboard_pages_and_local_plotly(seeded_app) -> None:  # type: ignore[n
     run_id = client.get("/api/runs").json()[0]["id"]
     run_page = client.get(f"/runs/{run_id}")
     assert run_page.status_code == 200 and "Measurements" in run_page.text
+
+
+def test_triage_needs_the_token_and_keeps_a_history(seeded_app, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from service.config import get_settings
+
+    client = TestClient(seeded_app)
+    change = client.get("/api/changes").json()[0]
+    body = {"state": "acknowledged", "note": "looking"}
+    monkeypatch.delenv("ROOFWATCH_API_TOKEN", raising=False)
+    get_settings.cache_clear()
+    assert client.patch(f"/api/changes/{change['id']}", json=body).status_code == 403  # writes disabled
+
+    monkeypatch.setenv("ROOFWATCH_API_TOKEN", "s3cret")
+    get_settings.cache_clear()
+    assert client.patch(f"/api/changes/{change['id']}", json=body).status_code == 401
+    wrong = {"Authorization": "Bearer nope"}
+    assert client.patch(f"/api/changes/{change['id']}", json=body, headers=wrong).status_code == 401
+    auth = {"Authorization": "Bearer s3cret"}
+    assert client.patch("/api/changes/999999", json=body, headers=auth).status_code == 404
+    bad = client.patch(f"/api/changes/{change['id']}", json={"state": "ignored"}, headers=auth)
+    assert bad.status_code == 422 and "one of new, acknowledged" in bad.text
+
+    done = client.patch(f"/api/changes/{change['id']}", json=body, headers=auth).json()
+    assert done["state"] == "acknowledged"
+    assert done["details"]["triage"][-1] == {**done["details"]["triage"][-1], "from": change["state"],
+                                             "to": "acknowledged", "note": "looking"}
+    back = client.patch(f"/api/changes/{change['id']}", json={"state": change["state"]}, headers=auth).json()
+    assert back["state"] == change["state"] and len(back["details"]["triage"]) == 2
+    get_settings.cache_clear()

@@ -50,9 +50,12 @@ class Job:
 class SuiteLimits(Protocol):
     """What running a suite needs from a job: whose setup cache, and how long and loud it may be."""
 
-    repository: str
-    suite_timeout_s: float
-    output_limit: int
+    @property
+    def repository(self) -> str: ...
+    @property
+    def suite_timeout_s(self) -> float: ...
+    @property
+    def output_limit(self) -> int: ...
 
 
 Progress = Callable[[str, str], None]  # (suite name, event: "start" | status)

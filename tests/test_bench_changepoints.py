@@ -1,4 +1,4 @@
-"""Checks of the harness itself: ``python -m pytest bench/changepoints -q`` (not collected by the main suite)."""
+"""Checks of the change-point benchmark harness (bench/changepoints): scoring, generator, real-series loaders."""
 
 from __future__ import annotations
 
