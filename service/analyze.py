@@ -31,6 +31,7 @@ ADJACENT_ALPHA = 0.01  # candidates only: every one is confirmed by A/B before i
 NUMERICS_DRIFT_FACTOR = 4.0  # error growth (two bits) that makes a numerics-drift change
 NUMERICS_ERROR_FLOOR = 1e-6  # errors below this are rounding noise, whatever the ratio
 SERIES_LIMIT = 500  # latest points per series searched for change points
+RUN_NOISE_HISTORY = 30  # latest points whose run-to-run spread sizes the adjacent comparison
 OPEN_STATES = ("new", "acknowledged")
 
 
@@ -76,9 +77,11 @@ def analyze_run(session: Session, run_id: int) -> AnalysisSummary:
     assert head_commit is not None
     base_commit = session.get(Commit, base.commit_id) if base else None
     bisect.narrow(session, run, head_commit)
-    _correctness(session, run, head_commit, base, base_commit, summary)
-    if base is not None and base_commit is not None:
-        _numerics(session, run, head_commit, base, base_commit, summary)
+    head_rows = _outcomes(session, run_id)
+    base_rows = _outcomes(session, base.id) if base else None  # type: ignore[arg-type]
+    _correctness(session, run, head_commit, head_rows, base_rows, base_commit, summary)
+    if base_rows is not None and base_commit is not None:
+        _numerics(session, run, head_commit, head_rows, base_rows, base_commit, summary)
     _performance(session, run, head_commit, base, base_commit, summary)
     summary.followups += bisect.next_steps(session, run.repository_id)
     return summary
@@ -133,11 +136,11 @@ def _flaky(session: Session, commit_id: int, suite: str, test_id: str) -> bool:
     return "passed" in outcomes and bool(outcomes & correctness.FAILING)
 
 
-def _correctness(session: Session, run: Run, head_commit: Commit, base: Run | None, base_commit: Commit | None,
+def _correctness(session: Session, run: Run, head_commit: Commit, head_rows: dict[str, TestOutcome],
+                 base_rows: dict[str, TestOutcome] | None, base_commit: Commit | None,
                  summary: AnalysisSummary) -> None:
-    head_rows = _outcomes(session, run.id)  # type: ignore[arg-type]
     head = {key: row.outcome for key, row in head_rows.items()}
-    base_map = {k: r.outcome for k, r in _outcomes(session, base.id).items()} if base else None  # type: ignore[arg-type]
+    base_map = {k: r.outcome for k, r in base_rows.items()} if base_rows is not None else None
     for key in correctness.new_failures(base_map, head):
         row = head_rows[key]
         existing = open_change(session, run.repository_id, "correctness-failure", test_id=row.test_id)
@@ -181,11 +184,10 @@ def _passes_at_tip(session: Session, run: Run, suite: str, test_id: str) -> bool
     return outcome == "passed"
 
 
-def _numerics(session: Session, run: Run, head_commit: Commit, base: Run, base_commit: Commit,
-              summary: AnalysisSummary) -> None:
+def _numerics(session: Session, run: Run, head_commit: Commit, head_rows: dict[str, TestOutcome],
+              base_rows: dict[str, TestOutcome], base_commit: Commit, summary: AnalysisSummary) -> None:
     """A case whose measured error grew by ``NUMERICS_DRIFT_FACTOR`` is drifting, even while it passes."""
-    base_rows = _outcomes(session, base.id)  # type: ignore[arg-type]
-    for key, row in _outcomes(session, run.id).items():  # type: ignore[arg-type]
+    for key, row in head_rows.items():
         drifting = open_change(session, run.repository_id, "numerics-drift", test_id=row.test_id)
         if drifting is not None and run.trigger != "bisect":
             value = getattr(row, drifting.details.get("metric", "max_abs_err"))
@@ -205,7 +207,7 @@ def _numerics(session: Session, run: Run, head_commit: Commit, base: Run, base_c
                 continue
             if after <= NUMERICS_DRIFT_FACTOR * max(before, NUMERICS_ERROR_FLOOR):
                 continue
-            if open_change(session, run.repository_id, "numerics-drift", test_id=row.test_id):
+            if drifting is not None and drifting.state in OPEN_STATES:
                 break
             change = new_change(
                 session, run.repository_id, run.id, run.device_id, base_commit, head_commit,
@@ -241,22 +243,26 @@ def _performance(session: Session, run: Run, head_commit: Commit, base: Run | No
     device = session.get(Device, run.device_id)
     assert repository is not None and device is not None
     measurements = session.exec(select(Measurement).where(Measurement.run_id == run.id)).all()
+    histories: dict[int, list[float]] = {}
     pairs: set[tuple[str, str]] = set()
     for measurement in measurements:
         points = series_points(session, measurement.benchmark_id, device.id)  # type: ignore[arg-type]
-        for cp in changepoints.detect([p.median for p in points]):
+        histories[measurement.benchmark_id] = [p.median for p in points]
+        for cp in changepoints.detect(histories[measurement.benchmark_id]):
             pairs.add((points[cp.index - 1].sha, points[cp.index].sha))
-    if base is not None and base_commit is not None:
-        pairs |= {(base_commit.sha, head_commit.sha)} if _adjacent_moved(session, run, base, measurements) else set()
+    if base is not None and base_commit is not None and _adjacent_moved(session, base, measurements, histories):
+        pairs.add((base_commit.sha, head_commit.sha))
+    covered = _open_perf_changes(session, repository.id)  # type: ignore[arg-type]
     for good, bad in sorted(pairs):
         if confirmation_for(session, repository, device, good, bad) is not None:
             continue  # decided (or being decided) already
-        if _inside_open_change(session, repository.id, good, bad):  # type: ignore[arg-type]
+        if _covers(covered, good, bad):
             continue
         summary.followups.append(Confirm(repository.id, device.id, good, bad))  # type: ignore[arg-type]
 
 
-def _adjacent_moved(session: Session, run: Run, base: Run, measurements: Iterable[Measurement]) -> bool:
+def _adjacent_moved(session: Session, base: Run, measurements: Iterable[Measurement],
+                    histories: dict[int, list[float]]) -> bool:
     """Does any benchmark differ from the baseline run beyond the series' run-to-run noise?"""
     base_rows = {m.benchmark_id: m for m in session.exec(select(Measurement).where(Measurement.run_id == base.id))}
     for m in measurements:
@@ -264,7 +270,7 @@ def _adjacent_moved(session: Session, run: Run, base: Run, measurements: Iterabl
         benchmark = session.get(Benchmark, m.benchmark_id)
         if old is None or benchmark is None:
             continue
-        history = [p.median for p in series_points(session, m.benchmark_id, run.device_id, 30)]  # type: ignore[arg-type]
+        history = histories[m.benchmark_id][-RUN_NOISE_HISTORY:]
         verdict = compare.compare(old.samples, m.samples, higher_is_better=benchmark.higher_is_better,
                                   alpha=ADJACENT_ALPHA, run_noise=compare.run_to_run_noise(history[:-1]))
         if verdict.direction != "none":
@@ -272,12 +278,15 @@ def _adjacent_moved(session: Session, run: Run, base: Run, measurements: Iterabl
     return False
 
 
-def _inside_open_change(session: Session, repository_id: int, good: str, bad: str) -> bool:
-    """Is ``good..bad`` already covered by an open perf change being tracked or narrowed?"""
-    rows = session.exec(select(Change).where(
+def _open_perf_changes(session: Session, repository_id: int) -> list[Change]:
+    return list(session.exec(select(Change).where(
         Change.repository_id == repository_id, col(Change.kind).in_(("perf-regression", "perf-improvement")),
         col(Change.state).in_(OPEN_STATES),
-    )).all()
+    )).all())
+
+
+def _covers(rows: list[Change], good: str, bad: str) -> bool:
+    """Is ``good..bad`` already covered by an open perf change being tracked or narrowed?"""
     return any(
         (c.range_start_sha, c.range_end_sha) == (good, bad)
         or (c.details.get("bisect_range") and bad in c.details["bisect_range"])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 from celery import chain
@@ -18,7 +17,7 @@ from service.config import get_settings
 from service.db import session_scope
 from service.models import Commit, Comparison, Repository
 from service.pipeline import upsert_commit
-from service.repos import resolve_repository
+from service.repos import mirror_and_source, resolve_repository
 from workers import checkout
 from workers.device import probe, queue_name
 from workers.errors import RoofwatchError
@@ -69,8 +68,7 @@ def execute(request: CompareRequest, console: Console) -> tuple[int, dict[str, A
     try:
         with session_scope() as session:
             repository = resolve_repository(session, request.repo)
-        mirror = checkout.ensure_mirror(settings.mirrors_dir, repository.clone_url)
-        source = Path(repository.clone_url) if checkout.is_local_path(repository.clone_url) else mirror
+        mirror, source = mirror_and_source(repository, settings.mirrors_dir)
         base_sha, head_sha = checkout.resolve(source, request.base), checkout.resolve(source, request.head)
         infos = [checkout.commit_info(mirror, sha) for sha in (base_sha, head_sha)]
     except RoofwatchError as exc:

@@ -21,8 +21,6 @@ from suites.roofline import RooflineError
 from workers.ab import ABJob, paired_rounds
 from workers.envelope import ENVELOPE_VERSION, ABEnvelope, MeasurementRecord, RoundRecord
 
-FAILING = correctness.FAILING
-
 
 def comparison_key(repository: Repository, base_sha: str, head_sha: str, device_fingerprint: str,
                    purpose: str, attempt: int = 0) -> str:

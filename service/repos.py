@@ -9,7 +9,7 @@ from pathlib import Path
 from sqlmodel import Session, select
 
 from service.models import Repository
-from workers.checkout import is_local_path
+from workers.checkout import ensure_mirror, is_local_path
 from workers.errors import UnknownRepository
 
 URL_NAME = re.compile(r"[:/](?P<owner>[\w.-]+)/(?P<name>[\w.-]+?)(?:\.git)?/?$")
@@ -55,3 +55,12 @@ def resolve_repository(session: Session, spec: str) -> Repository:
         f"{spec!r} is not a registered repository, an existing path or a clone URL "
         "(register it with `roofwatch repo add OWNER/NAME --clone-url URL`)"
     )
+
+
+def mirror_and_source(repository: Repository, mirrors_dir: Path) -> tuple[Path, Path]:
+    """The fetched mirror, and where the user's revision names mean what they see.
+
+    For a local checkout that is the checkout itself (``HEAD~3``, its branches); otherwise the mirror.
+    """
+    mirror = ensure_mirror(mirrors_dir, repository.clone_url)
+    return mirror, Path(repository.clone_url) if is_local_path(repository.clone_url) else mirror

@@ -14,7 +14,7 @@ from service.config import get_settings
 from service.db import session_scope
 from service.models import Change, Commit, Measurement, Repository, Run, TestOutcome
 from service.pipeline import create_run, job_for, measured_on, submit, upsert_commit
-from service.repos import resolve_repository
+from service.repos import mirror_and_source, resolve_repository
 from workers import checkout
 from workers.device import probe, queue_name
 from workers.errors import RoofwatchError
@@ -55,9 +55,7 @@ def execute(request: RunRequest, console: Console) -> int:
     try:
         with session_scope() as session:
             repository = resolve_repository(session, request.repo)
-        mirror = checkout.ensure_mirror(settings.mirrors_dir, repository.clone_url)
-        # Names like HEAD~3 mean what the user sees in their own checkout.
-        source = Path(repository.clone_url) if checkout.is_local_path(repository.clone_url) else mirror
+        mirror, source = mirror_and_source(repository, settings.mirrors_dir)
         shas = select_commits(source, request)
         # Oldest first, so each commit is analysed against the one measured before it.
         infos = sorted((checkout.commit_info(mirror, sha) for sha in shas), key=lambda i: i.committed_at)

@@ -50,16 +50,6 @@ class ABJob:
 RoundProgress = Callable[[int, str, str], None]  # (round, side, suite status or "start")
 
 
-def round_medians(rounds: list[RoundRecord], side: str) -> dict[str, list[float]]:
-    """Per benchmark (``suite::name``), the median of each round of ``side``, in round order."""
-    out: dict[str, list[float]] = {}
-    for record in sorted((r for r in rounds if r.side == side), key=lambda r: r.index):
-        for suite in record.suites:
-            for m in suite.measurements:
-                out.setdefault(f"{suite.name}::{m.name}", []).append(m.median)
-    return out
-
-
 def paired_rounds(rounds: list[RoundRecord]) -> dict[str, tuple[list[float], list[float]]]:
     """Benchmarks measured on both sides in every round that measured them, paired by round."""
     by_round: dict[tuple[str, int], dict[str, float]] = {}

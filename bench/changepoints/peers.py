@@ -26,6 +26,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+# The same noise estimate roofwatch uses: 1.4826 × MAD(diff(x)) / √2, blind to steps and outliers.
+from service.analysis.changepoints import robust_sigma
+
 INSTALL_HINT = 'pip install -e ".[bench]"'
 # apache-otava 0.8.0 pins numpy==2.2.* and signal-processing-algorithms 2.1.6 pins numpy<2 and
 # setuptools<71; with pip's resolver they cannot coexist with each other or with roofwatch's
@@ -126,19 +129,6 @@ def zscore(values: np.ndarray, window: int = ZSCORE_WINDOW, threshold: float = Z
 
 PELT_MIN_SIZE = 5
 PELT_JUMP = 1  # ruptures' default of 5 restricts breakpoints to a grid of 5 commits
-
-
-def robust_sigma(x: np.ndarray) -> float:
-    """Noise sd from first differences: 1.4826 × MAD(diff(x)) / sqrt(2).
-
-    Differencing removes the (piecewise constant) level so steps barely bias it; the MAD ignores
-    outliers; 1.4826 makes the MAD a gaussian sd, and /sqrt(2) undoes the variance doubling of a
-    difference of two independent points.
-    """
-    d = np.diff(x)
-    if d.size == 0:
-        return 0.0
-    return float(1.4826 * np.median(np.abs(d - np.median(d))) / math.sqrt(2.0))
 
 
 def pelt(values: np.ndarray) -> list[int]:
