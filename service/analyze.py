@@ -17,9 +17,11 @@ another GPU model start a new epoch instead of looking like a regression.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import numpy as np
 from sqlmodel import Session, col, select
 
 from service import bisect
@@ -32,6 +34,7 @@ NUMERICS_DRIFT_FACTOR = 4.0  # error growth (two bits) that makes a numerics-dri
 NUMERICS_ERROR_FLOOR = 1e-6  # errors below this are rounding noise, whatever the ratio
 SERIES_LIMIT = 500  # latest points per series searched for change points
 RUN_NOISE_HISTORY = 30  # latest points whose run-to-run spread sizes the adjacent comparison
+LEVEL_POINTS = 5  # earlier commits whose median is the level a new run is held against
 OPEN_STATES = ("new", "acknowledged")
 
 
@@ -243,14 +246,13 @@ def _performance(session: Session, run: Run, head_commit: Commit, base: Run | No
     device = session.get(Device, run.device_id)
     assert repository is not None and device is not None
     measurements = session.exec(select(Measurement).where(Measurement.run_id == run.id)).all()
-    histories: dict[int, list[float]] = {}
+    histories: dict[int, list[SeriesPoint]] = {}
     pairs: set[tuple[str, str]] = set()
     for measurement in measurements:
-        points = series_points(session, measurement.benchmark_id, device.id)  # type: ignore[arg-type]
-        histories[measurement.benchmark_id] = [p.median for p in points]
-        for cp in changepoints.detect(histories[measurement.benchmark_id]):
+        points = histories[measurement.benchmark_id] = series_points(session, measurement.benchmark_id, device.id)  # type: ignore[arg-type]
+        for cp in changepoints.detect([p.median for p in points]):
             pairs.add((points[cp.index - 1].sha, points[cp.index].sha))
-    if base is not None and base_commit is not None and _adjacent_moved(session, base, measurements, histories):
+    if base is not None and base_commit is not None and _adjacent_moved(session, run, base, measurements, histories):
         pairs.add((base_commit.sha, head_commit.sha))
     covered = _open_perf_changes(session, repository.id)  # type: ignore[arg-type]
     for good, bad in sorted(pairs):
@@ -261,19 +263,29 @@ def _performance(session: Session, run: Run, head_commit: Commit, base: Run | No
         summary.followups.append(Confirm(repository.id, device.id, good, bad))  # type: ignore[arg-type]
 
 
-def _adjacent_moved(session: Session, base: Run, measurements: Iterable[Measurement],
-                    histories: dict[int, list[float]]) -> bool:
-    """Does any benchmark differ from the baseline run beyond the series' run-to-run noise?"""
+def _adjacent_moved(session: Session, run: Run, base: Run, measurements: Iterable[Measurement],
+                    histories: dict[int, list[SeriesPoint]]) -> bool:
+    """Does any benchmark differ from what came before beyond the series' run-to-run noise?
+
+    Two tests, either enough for a candidate (the A/B decides): the samples against the baseline
+    run's, and the median against the level of the last few commits — so one baseline run that
+    happened to be slow cannot hide a real slowdown behind it.
+    """
     base_rows = {m.benchmark_id: m for m in session.exec(select(Measurement).where(Measurement.run_id == base.id))}
     for m in measurements:
         old = base_rows.get(m.benchmark_id)
         benchmark = session.get(Benchmark, m.benchmark_id)
         if old is None or benchmark is None:
             continue
-        history = histories[m.benchmark_id][-RUN_NOISE_HISTORY:]
+        points = histories[m.benchmark_id]
+        here = next((i for i, p in enumerate(points) if p.commit_id == run.commit_id), len(points))
+        before = [p.median for p in points[:here]]
         verdict = compare.compare(old.samples, m.samples, higher_is_better=benchmark.higher_is_better,
-                                  alpha=ADJACENT_ALPHA, run_noise=compare.run_to_run_noise(history[:-1]))
+                                  alpha=ADJACENT_ALPHA, run_noise=compare.run_to_run_noise(before[-RUN_NOISE_HISTORY:]))
         if verdict.direction != "none":
+            return True
+        level = float(np.median(before[-LEVEL_POINTS:])) if before else 0.0
+        if level > 0 and m.median > 0 and abs(math.log(m.median / level)) > math.log1p(verdict.threshold_pct / 100):
             return True
     return False
 
