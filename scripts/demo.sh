@@ -5,8 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/bootstrap.sh
 
-COMMITS=${ROOFWATCH_DEMO_COMMITS:-5}
+COMMITS=${ROOFWATCH_DEMO_COMMITS:-3}
 PORT=${ROOFWATCH_PORT:-8000}
+# A candidate change is confirmed by an interleaved A/B before it is reported; on a CPU the
+# interpreted Triton benchmarks make each round slow, so the demo caps the rounds lower.
+export ROOFWATCH_AB_MAX_ROUNDS=${ROOFWATCH_AB_MAX_ROUNDS:-4}
 # A failing commit is a result, not a reason to stop before the dashboard.
 .venv/bin/roofwatch run --repo . --last "$COMMITS" || true
 .venv/bin/roofwatch regressions || true
