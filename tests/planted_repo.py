@@ -4,7 +4,7 @@ Commits, oldest first (names are the keys of the returned dict):
 
 - ``base``      three kernels (rmsnorm, softmax, matmul) with checks and benchmarks
 - ``docs``      neutral: a README
-- ``slow``      rmsnorm does its work twice: a 2× slowdown of ``test_rmsnorm``
+- ``slow``      rmsnorm does its work three times: a 3× slowdown of ``test_rmsnorm``
 - ``refactor``  neutral: a comment and a rename inside a kernel
 - ``bug``       softmax forgets the last element in its denominator: a correctness failure
 - ``tidy``      neutral: another comment
@@ -12,7 +12,9 @@ Commits, oldest first (names are the keys of the returned dict):
 - ``fast``      matmul stops repeating its work five times: a 5× speedup of ``test_matmul``
 - ``notes``     neutral: README again
 
-The kernels are plain Python so timings do not depend on a BLAS or a GPU.
+The kernels are plain Python so timings do not depend on a BLAS or a GPU. The planted
+changes are large (3×, 5×) because on a shared CPU host one process can run ~45 % slower than
+the next at random, which makes the A/B noise threshold ~80 %; on a GPU the 2 % floor rules.
 """
 
 from __future__ import annotations
@@ -116,6 +118,8 @@ SLOW_RMSNORM = KERNELS.replace(
     "    scale = 1.0 / math.sqrt(sum(x * x for x in xs) / len(xs) + eps)\n",
     "    scale = 1.0 / math.sqrt(sum(x * x for x in xs) / len(xs) + eps)\n"
     "    scale = 1.0 / math.sqrt(sum(x * x for x in xs) / len(xs) + eps)  # recomputed\n"
+    "    scale = 1.0 / math.sqrt(sum(x * x for x in xs) / len(xs) + eps)  # and again\n"
+    "    _ = [x * scale for x in xs]\n"
     "    _ = [x * scale for x in xs]\n",
 )
 REFACTORED = SLOW_RMSNORM.replace("def softmax(xs):\n", "# Numerically stable: subtract the max.\ndef softmax(xs):\n")

@@ -1,6 +1,6 @@
 """The main-branch flow end to end: candidates → A/B confirmation → bisection → regressions.
 
-The planted repository (``planted_repo.py``) holds a 2× slowdown, a correctness bug that is
+The planted repository (``planted_repo.py``) holds a 3× slowdown, a correctness bug that is
 later fixed, and a 5× speedup among neutral commits. roofwatch must report exactly those,
 name the first bad commit of each, and say nothing about the neutral ones — whether every
 commit was measured or only the two ends (then it bisects).
