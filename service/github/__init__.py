@@ -1,0 +1,1 @@
+"""GitHub integration: webhooks in, statuses/check runs and the PR comment out."""

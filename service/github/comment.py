@@ -1,0 +1,529 @@
+"""The pull-request report: one living PR comment and the one-line status summary.
+
+Both are pure functions of the dict ``service.comparisons.comparison_report`` returns: no I/O,
+no clock, so the same comparison always renders the same bytes and re-posting an unchanged
+report is a no-op edit.
+
+Everything a pull request controls — benchmark and test names, failure output, error text — is
+put in code spans or fenced blocks, whose fences are made longer than any backtick run inside,
+so a name or a message cannot break the table, leave its block, or inject Markdown.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeGuard
+
+from service.analysis.abtest import MIN_ROUNDS
+
+MARKER = "<!-- roofwatch:pull-request-report -->"  # hidden marker by which the comment is found again and edited
+MAX_COMMENT_CHARS = 65_000  # GitHub rejects comment bodies over 65,536 characters
+MAX_TITLE_CHARS = 140  # GitHub's commit-status description limit
+
+ELLIPSIS = "…"
+DASH = "–"  # an unknown value in a table
+FAILURE_LINES = 15  # the head of a pytest failure: its message and the assertion, not the whole traceback
+LINE_CHARS = 300  # one minified source line or tensor dump must not eat the comment
+ERROR_CHARS = 2_000
+FAILURES_WITH_OUTPUT = 10  # beyond these, new failures are listed by name only
+MORE_RESERVE = 80  # room kept for the "… N more rows on the dashboard" line
+SLACK = 200  # separators between sections and rounding: the body must never reach GitHub's limit
+SHA = re.compile(r"\b[0-9a-f]{40}\b")
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+Conclusion = Literal["success", "failure", "neutral"]
+
+
+@dataclass(frozen=True)
+class ReportContext:
+    repository: str  # "acme/kernels"
+    pr_number: int
+    base_ref: str  # target branch, e.g. "main"
+    dashboard_url: str  # the dashboard's compare page for this comparison
+
+
+@dataclass(frozen=True)
+class Summary:
+    conclusion: Conclusion  # check-run conclusion; commit statuses map neutral → success
+    title: str  # one line, at most MAX_TITLE_CHARS
+
+
+@dataclass(frozen=True)
+class _View:
+    """The report, sorted once into what every section needs."""
+
+    report: dict[str, Any]
+    rows: list[dict[str, Any]]
+    slower: list[dict[str, Any]]  # worst first
+    faster: list[dict[str, Any]]  # biggest first
+    unsure: list[dict[str, Any]]
+    failures: list[dict[str, Any]]
+    fixed: list[str]
+    multi_suite: bool
+
+    @classmethod
+    def of(cls, report: dict[str, Any]) -> _View:
+        rows = list(report.get("benchmarks") or [])
+        by_direction = {d: [r for r in rows if r.get("direction") == d]
+                        for d in ("regression", "improvement", "inconclusive")}
+        # change_pct is monotone in the time ratio, so sorting by it sorts by size of the change.
+        slower = sorted(by_direction["regression"], key=lambda r: (-_num(r.get("change_pct")), _name(r)))
+        faster = sorted(by_direction["improvement"], key=lambda r: (_num(r.get("change_pct")), _name(r)))
+        return cls(report, rows, slower, faster, by_direction["inconclusive"],
+                   list(report.get("new_failures") or []), list(report.get("fixed") or []),
+                   len({r.get("suite") for r in rows}) > 1)
+
+    @property
+    def errored(self) -> bool:
+        return self.report.get("state") == "errored" or self.report.get("verdict") == "errored"
+
+    @property
+    def incomplete(self) -> bool:
+        # A suite that timed out or crashed leaves no outcomes, and a missing outcome is not a
+        # "new failure": without this a head whose correctness suite hangs would pass.
+        return self.report.get("state") == "failed"
+
+    @property
+    def rounds(self) -> int:
+        return int(self.report.get("rounds") or 0)
+
+    def label(self, row: dict[str, Any]) -> str:
+        return f"{row.get('suite')}::{_name(row)}" if self.multi_suite else _name(row)
+
+
+# --- the one-line summary -------------------------------------------------------------------------
+
+
+def summarize(report: dict[str, Any]) -> Summary:
+    """The check-run conclusion and a ≤140-character title for ``report``."""
+    view = _View.of(report)
+    if view.errored:
+        return Summary("failure", _clip("could not measure: " + _error_line(report), MAX_TITLE_CHARS))
+    if view.failures or report.get("verdict") == "failure":
+        return Summary("failure", _failure_title(view))
+    if view.slower:
+        return Summary("failure", _change_title(view, view.slower, "slower", "worst"))
+    if view.incomplete:
+        return Summary("failure", _clip("incomplete: " + _error_line(report), MAX_TITLE_CHARS))
+    if view.unsure:
+        return Summary("neutral", _inconclusive_title(view))
+    if view.faster:
+        return Summary("success", _change_title(view, view.faster, "faster", "best"))
+    return Summary("success", _no_change_title(view))
+
+
+def _failure_title(view: _View) -> str:
+    names = [f"{f.get('suite')}::{f.get('test_id')}" for f in view.failures]
+    if not names:
+        return "new test failures (see the pull-request comment)"
+    if len(names) == 1:
+        return _with_name("1 new test failure: ", names[0], "")
+    return _with_name(f"{len(names)} new test failures: ", names[0], f" and {len(names) - 1} more")
+
+
+def _change_title(view: _View, rows: list[dict[str, Any]], word: str, extreme: str) -> str:
+    first = rows[0]
+    others = []
+    if word == "slower" and view.faster:
+        others.append(f"{len(view.faster)} faster")
+    if view.unsure:
+        others.append(f"{len(view.unsure)} inconclusive")
+    scope = f" · {_count(len(view.rows), 'benchmark')}, {_count(view.rounds, 'round')}"
+    tail = "".join(", " + o for o in others) + scope
+    return _with_name(f"{len(rows)} {word} ({extreme} {_pct(first.get('change_pct'))} ", view.label(first), ")" + tail)
+
+
+def _inconclusive_title(view: _View) -> str:
+    n = len(view.unsure)
+    title = f"inconclusive after {_count(view.rounds, 'round')}: {_count(n, 'benchmark')} too noisy to call"
+    if view.faster:
+        title += f" · {len(view.faster)} faster"
+    return _clip(title, MAX_TITLE_CHARS)
+
+
+def _no_change_title(view: _View) -> str:
+    if not view.rows:
+        return "no benchmarks to compare; no new test failures"
+    title = f"no significant change in {_count(len(view.rows), 'benchmark')}"
+    mde = view.report.get("mde_pct")
+    if _finite(mde):
+        title += f" (detectable ±{mde:.1f} %)"
+    return _clip(title, MAX_TITLE_CHARS)
+
+
+def _with_name(prefix: str, name: str, suffix: str) -> str:
+    """A title whose one long part is the name: shorten the name, keep the counts readable."""
+    room = MAX_TITLE_CHARS - len(prefix) - len(suffix)
+    return _clip(prefix + _clip(_one_line(name), max(room, 12)) + suffix, MAX_TITLE_CHARS)
+
+
+def _error_line(report: dict[str, Any]) -> str:
+    error = _one_line(str(report.get("error") or "")) or "no reason was recorded"
+    return SHA.sub(lambda m: m.group(0)[:7], error)  # 40-hex shas would take a third of the title
+
+
+# --- the comment ---------------------------------------------------------------------------------
+
+
+def render_comment(report: dict[str, Any], context: ReportContext) -> str:
+    """The body of the pull request's one roofwatch comment (GitHub-flavoured Markdown)."""
+    view = _View.of(report)
+    header = _header(view, context)
+    link = _link(view, context)
+    if view.errored:
+        return _join([MARKER, header, _errored(view), link])
+    notice = _incomplete_notice(view) if view.incomplete else _quiet(view)
+    mde = _mde(view)
+    budget = MAX_COMMENT_CHARS - SLACK - sum(len(s) for s in (MARKER, header, notice, mde, link))
+    # Failures decide the check, so they come first and may take the most; the full table, which
+    # the dashboard has anyway, gets whatever is left and is truncated first.
+    failures = _failures(view, budget * 3 // 10)
+    left = budget - len(failures)
+    unsure = _inconclusive(view, min(left, budget // 10))
+    left -= len(unsure)
+    significant = _significant(view, left - budget // 5)
+    left -= len(significant)
+    details = _details(view, left)
+    return _join([MARKER, header, notice, failures, significant, unsure, mde, details, link])
+
+
+def _join(sections: Sequence[str]) -> str:
+    return "\n\n".join(s for s in sections if s) + "\n"
+
+
+def _header(view: _View, context: ReportContext) -> str:
+    word = _verdict_word(view)
+    report = view.report
+    facts = [f"head {_short(report.get('head'))} vs {_short(report.get('base'))} "
+             f"(merge-base with {_code(context.base_ref)})", _one_line(str(report.get("device") or "unknown device"))]
+    if view.rounds:
+        facts.append(_count(view.rounds, "interleaved round"))
+    return f"### roofwatch: **{word}** — {_headline(view)}\n" + " · ".join(facts)
+
+
+def _verdict_word(view: _View) -> str:
+    verdict = str(view.report.get("verdict") or "unknown")
+    if view.incomplete and verdict in ("no-change", "improvement", "inconclusive"):
+        return "incomplete"
+    return verdict
+
+
+def _headline(view: _View) -> str:
+    if view.errored:
+        return "could not measure"
+    parts = []
+    if view.failures:
+        parts.append(_count(len(view.failures), "new test failure"))
+    if view.slower:
+        parts.append(f"{len(view.slower)} slower")
+    if view.faster:
+        parts.append(f"{len(view.faster)} faster")
+    if view.unsure:
+        parts.append(f"{len(view.unsure)} too noisy to call")
+    if view.incomplete:
+        parts.append("suites did not finish")
+    if parts:
+        return ", ".join(parts)
+    if not view.rows:
+        return "no benchmarks to compare"
+    return f"no significant change in {_count(len(view.rows), 'benchmark')}"
+
+
+def _errored(view: _View) -> str:
+    error = _clip(str(view.report.get("error") or "no reason was recorded"), ERROR_CHARS)
+    return ("roofwatch could not measure this pull request, so there is no verdict on its speed or "
+            "correctness:\n\n" + _block(error) + "\n\nOnce the cause is fixed, the next push (or a re-run) updates "
+            "this comment in place.")
+
+
+def _incomplete_notice(view: _View) -> str:
+    error = _clip(_one_line(str(view.report.get("error") or "")), ERROR_CHARS) or "a suite did not finish"
+    return (f"> **Incomplete run:** {_code(error)}. A suite that crashes or times out reports no test "
+            "outcomes, so a broken kernel could hide behind it; this check fails until every suite finishes.")
+
+
+def _quiet(view: _View) -> str:
+    """What did not happen, said outright: silence would leave the reader guessing whether it was checked."""
+    return "" if view.failures else "No new test failures."
+
+
+def _failures(view: _View, budget: int) -> str:
+    parts: list[str] = []
+    room = budget - (budget // 6 if view.fixed else 0)  # a flood of failures must not hide what was fixed
+    if view.failures:
+        parts.append(f"#### {_count(len(view.failures), 'new test failure')}\n\n"
+                     "Failing on head but not on the merge-base. A correctness failure fails this check "
+                     "whatever the timings say.")
+        for index, failure in enumerate(view.failures):
+            name = _code(f"{failure.get('suite')}::{failure.get('test_id')}")
+            entry = (f"{name}\n\n{_excerpt(str(failure.get('message') or ''))}"
+                     if index < FAILURES_WITH_OUTPUT else f"- {name}")
+            if _size(parts) + len(entry) + 2 + MORE_RESERVE > room:
+                parts.append(_more(len(view.failures) - index, "failure"))
+                break
+            parts.append(entry)
+    if view.fixed:
+        parts.append(_fixed(view, budget - _size(parts) - 2))
+    return "\n\n".join(p for p in parts if p)
+
+
+def _fixed(view: _View, budget: int) -> str:
+    heading = f"#### Fixed ({len(view.fixed)})\n\nFailing on the merge-base, passing on head:\n"
+    lines = [heading]
+    for index, name in enumerate(view.fixed):
+        line = f"- {_code(name)}"
+        if _size(lines, "\n") + len(line) + 1 + MORE_RESERVE > budget:
+            lines.append("\n" + _more(len(view.fixed) - index, "test"))
+            break
+        lines.append(line)
+    return "\n".join(lines) if budget > len(heading) + MORE_RESERVE else ""
+
+
+def _excerpt(message: str) -> str:
+    lines = [CONTROL.sub("", line.rstrip()) for line in message.strip("\n").splitlines()]
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    if len(lines) > FAILURE_LINES:
+        # pytest ends with "path.py:21: AssertionError": keep that pointer to the failing line.
+        hidden = len(lines) - FAILURE_LINES + 1
+        lines = lines[:FAILURE_LINES - 2] + [f"[… {_count(hidden, 'line')} omitted, full output on the dashboard …]",
+                                             lines[-1]]
+    return _block("\n".join(_clip(line, LINE_CHARS) for line in lines) or "(no failure output)")
+
+
+def _significant(view: _View, budget: int) -> str:
+    rows = view.slower + view.faster
+    if not rows:
+        # Under a failure headline nothing else says the timings were looked at and are fine.
+        return f"No significant change in {_count(len(view.rows), 'benchmark')}." if view.failures else ""
+    heading = "#### Significant changes\n\n"
+    legend = ("\n\nBase and head are medians; Δ is the paired change over the interleaved rounds, + is slower "
+              "(or less throughput). Listed only when significant after false-discovery control across all "
+              "benchmarks *and* beyond the benchmark's own noise threshold.")
+    header = ("benchmark", "base", "head", "Δ", "95 % interval", "% of roofline")
+    cells = [[_code(view.label(r), cell=True), _value(r, "base_median"), _value(r, "head_median"),
+              f"**{_pct(r.get('change_pct'))}**", _interval(r), _roofline(r)] for r in rows]
+    table = _table(header, "l", cells, budget - len(heading) - len(legend))
+    return heading + table + legend
+
+
+def _inconclusive(view: _View, budget: int) -> str:
+    if not view.unsure:
+        return ""
+    lines = [f"#### Inconclusive ({len(view.unsure)})\n\n"
+             "roofwatch keeps adding interleaved rounds, up to its cap, while a benchmark is undecided; after "
+             f"{_count(view.rounds, 'round')} these still could not be called. Quieter benchmarks (longer runs, "
+             "pinned clocks) or a re-run settle them.\n"]
+    for index, row in enumerate(view.unsure):
+        line = f"- {_code(view.label(row))}: {_why_unsure(row)}"
+        if _size(lines, "\n") + len(line) + 1 + MORE_RESERVE > budget:
+            lines.append("\n" + _more(len(view.unsure) - index, "benchmark"))
+            break
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _why_unsure(row: dict[str, Any]) -> str:
+    if not _finite(row.get("threshold_pct")):
+        return _one_line(str(row.get("reason") or f"fewer than {MIN_ROUNDS} paired rounds"))
+    return (f"{_pct(row.get('change_pct'))}, not significant, but its 95 % interval {_interval(row)} reaches "
+            f"beyond the ±{row['threshold_pct']:.1f} % threshold (noise {_plain_pct(row.get('noise_pct'))})")
+
+
+def _mde(view: _View) -> str:
+    mde = view.report.get("mde_pct")
+    if _finite(mde):
+        return f"Smallest change this run could detect: **±{mde:.1f} %** (on every benchmark, at 80 % power)."
+    if not view.rows:
+        return "Smallest change this run could detect: none — no benchmarks were measured."
+    return (f"Smallest change this run could detect: none — no benchmark had the {MIN_ROUNDS} paired rounds "
+            "a verdict needs.")
+
+
+def _details(view: _View, budget: int) -> str:
+    if not view.rows:
+        return ""
+    opening = f"<details><summary>All {_count(len(view.rows), 'benchmark')}</summary>\n\n"
+    closing = "\n\n</details>"
+    header = ("benchmark", "base", "head", "Δ", "95 % interval", "noise", "threshold", "% of roofline", "verdict")
+    cells = [[_code(view.label(r), cell=True), _value(r, "base_median"), _value(r, "head_median"), _delta(r),
+              _interval(r), _plain_pct(r.get("noise_pct")), _threshold(r), _roofline(r), _verdict(r)]
+             for r in view.rows]
+    return opening + _table(header, "l", cells, budget - len(opening) - len(closing)) + closing
+
+
+def _link(view: _View, context: ReportContext) -> str:
+    url = context.dashboard_url.replace(" ", "%20").replace("(", "%28").replace(")", "%29")
+    number = view.report.get("id")
+    where = f"comparison #{number}" if number is not None else "this comparison"
+    return f"[Open {where} on the roofwatch dashboard]({url})"
+
+
+# --- tables --------------------------------------------------------------------------------------
+
+
+def _table(header: Sequence[str], first_align: str, rows: Sequence[Sequence[str]], budget: int) -> str:
+    """A Markdown table of as many rows as fit in ``budget`` characters, then how many were left out."""
+    aligns = [":--" if first_align == "l" else "--:"] + ["--:"] * (len(header) - 1)  # numbers read right-aligned
+    lines = [_row(header), "|" + "|".join(aligns) + "|"]
+    if _size(lines, "\n") + MORE_RESERVE > budget:
+        return _more(len(rows), "row")
+    for index, cells in enumerate(rows):
+        line = _row(cells)
+        reserve = MORE_RESERVE if index < len(rows) - 1 else 0
+        if _size(lines, "\n") + 1 + len(line) + reserve > budget:
+            # A blank line ends the table: GFM would otherwise read the next line as one more row.
+            return "\n".join(lines) + "\n\n" + _more(len(rows) - index, "row")
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _more(count: int, noun: str) -> str:
+    return f"_… {count} more {noun}{'' if count == 1 else 's'} on the dashboard._"
+
+
+def _delta(row: dict[str, Any]) -> str:
+    text = _pct(row.get("change_pct"))
+    return f"**{text}**" if row.get("direction") in ("regression", "improvement") else text
+
+
+def _interval(row: dict[str, Any]) -> str:
+    low, high = row.get("ci_low"), row.get("ci_high")
+    if not (_finite(low) and _finite(high)) or not _finite(row.get("threshold_pct")):
+        return DASH  # too few rounds: the 0..0 placeholder interval would read as certainty
+    return f"{low:+.1f} to {high:+.1f} %"
+
+
+def _threshold(row: dict[str, Any]) -> str:
+    value = row.get("threshold_pct")
+    return f"±{value:.1f} %" if _finite(value) else DASH
+
+
+def _verdict(row: dict[str, Any]) -> str:
+    direction = str(row.get("direction") or "")
+    return {"regression": "**regression**", "improvement": "**improvement**", "none": "no change",
+            "inconclusive": "inconclusive"}.get(direction, _cell(direction) or DASH)
+
+
+def _roofline(row: dict[str, Any]) -> str:
+    base, head = row.get("base_roofline"), row.get("head_roofline")
+    if not _finite(base) and not _finite(head):
+        return DASH
+    return f"{_fraction(base)} → {_fraction(head)}"
+
+
+def _fraction(value: Any) -> str:
+    if not _finite(value):
+        return DASH
+    pct = value * 100.0
+    return f"{pct:.0f} %" if pct >= 10 else f"{pct:.1f} %"
+
+
+def _value(row: dict[str, Any], key: str) -> str:
+    value, unit = row.get(key), str(row.get("unit") or "")
+    if not _finite(value):
+        return DASH
+    if unit == "s":
+        return _seconds(value)
+    number = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+    return _cell(f"{number} {_one_line(unit)}".strip())
+
+
+def _seconds(value: float) -> str:
+    if abs(value) >= 1000:
+        return f"{value:,.0f} s"
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")):
+        # Rounded before choosing the unit, so 999.7 µs reads "1 ms", not "1e+03 µs".
+        scaled = float(f"{value / scale:.3g}")
+        if abs(scaled) >= 1 or unit == "ns":
+            return f"{_significant_digits(scaled, 3)} {unit}"
+    raise AssertionError("unreachable")
+
+
+def _significant_digits(value: float, digits: int) -> str:
+    """``value`` with ``digits`` significant digits, trailing zeros kept: 25.0 and 23.5 line up, 25 would not."""
+    if value == 0:
+        return "0"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
+    return f"{value:.{decimals}f}"
+
+
+def _pct(value: Any) -> str:
+    return f"{value:+.1f} %" if _finite(value) else DASH
+
+
+def _plain_pct(value: Any) -> str:
+    return f"{value:.1f} %" if _finite(value) else DASH
+
+
+# --- text safety ---------------------------------------------------------------------------------
+
+
+def _code(text: str, cell: bool = False) -> str:
+    """``text`` as an inline code span that no backtick (or, in a table cell, pipe) inside can end."""
+    text = _one_line(text) or " "
+    fence = "`" * (_longest_run(text, "`") + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    span = f"{fence}{pad}{text}{pad}{fence}"
+    # GFM splits table cells on | before it parses code spans, even inside one; \| keeps it a pipe.
+    return _cell(span) if cell else span
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _block(text: str) -> str:
+    """A fenced code block that a ``` inside ``text`` cannot close."""
+    fence = "`" * max(3, _longest_run(text, "`") + 1)
+    return f"{fence}text\n{text}\n{fence}"
+
+
+def _longest_run(text: str, char: str) -> int:
+    return max((len(m.group(0)) for m in re.finditer(re.escape(char) + "+", text)), default=0)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(CONTROL.sub("", text).split())
+
+
+def _clip(text: str, limit: int) -> str:
+    """At most ``limit`` characters, ending in … when cut (never between a letter and its accent)."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1]
+    while cut and unicodedata.combining(text[len(cut)]):
+        cut = cut[:-1]  # the cut fell before an accent: drop its base letter too
+    return cut.rstrip() + ELLIPSIS
+
+
+def _short(sha: Any) -> str:
+    return str(sha)[:7] if sha else "unknown"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _size(parts: Sequence[str], sep: str = "\n\n") -> int:
+    return sum(len(p) for p in parts) + len(sep) * max(len(parts) - 1, 0)
+
+
+def _name(row: dict[str, Any]) -> str:
+    return str(row.get("benchmark") or "")
+
+
+def _num(value: Any) -> float:
+    return float(value) if _finite(value) else 0.0
+
+
+def _finite(value: Any) -> TypeGuard[float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
