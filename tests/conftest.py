@@ -153,3 +153,4 @@ def redis_url() -> str:
     finally:
         client.close()
     return REDIS_URL
+from fake_github import fake_github  # noqa: E402,F401  (fixture: a fake GitHub REST server on loopback)
