@@ -18,6 +18,7 @@ from service.deps import SessionDep
 from service.models import (
     Benchmark,
     Commit,
+    Comparison,
     Device,
     Measurement,
     Repository,
@@ -79,4 +80,23 @@ def mount(app: FastAPI) -> None:
             "outcomes": session.exec(select(TestOutcome).where(TestOutcome.run_id == run_id)
                                      .order_by(TestOutcome.outcome, TestOutcome.test_id)).all(),
             "measurements": measurements,
+        })
+
+    @app.get("/compare/{comparison_id}", response_class=HTMLResponse, include_in_schema=False)
+    def compare_page(comparison_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+        """What PR statuses and comments link to: the A/B verdict, per benchmark, with its rounds."""
+        from service.comparisons import comparison_report
+
+        comparison = session.get(Comparison, comparison_id)
+        if comparison is None:
+            raise HTTPException(404, f"no comparison {comparison_id}")
+        report = comparison_report(session, comparison_id)
+        rows = sorted(report["benchmarks"], key=lambda r: (r["direction"] not in ("regression", "improvement"),
+                                                           -abs(r["change_pct"] or 0.0)))
+        return TEMPLATES.TemplateResponse(request, "compare.html", {
+            "comparison": comparison, "report": report, "rows": rows,
+            "repository": session.get(Repository, comparison.repository_id),
+            "run": session.get(Run, comparison.run_id) if comparison.run_id else None,
+            "base": session.get(Commit, comparison.base_commit_id),
+            "head": session.get(Commit, comparison.head_commit_id),
         })

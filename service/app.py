@@ -1,18 +1,48 @@
-"""The ASGI application: JSON API, health check and the dashboard."""
+"""The ASGI application: JSON API, webhook endpoint, health check and the dashboard."""
 
 from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from sqlalchemy import text
 
 from dashboard.routes import mount as mount_dashboard
+from service import background
 from service.api import router as api_router
+from service.config import get_settings
 from service.deps import SessionDep
+from service.github.webhooks import router as webhook_router
+
+REPORT_SWEEP_S = 60.0
+
+
+def _sweep_reports(stop: threading.Event) -> None:
+    """Embedded mode's stand-in for the scheduled ``deliver_reports`` task."""
+    from service.github import outbox
+
+    while not stop.wait(REPORT_SWEEP_S):
+        background.submit(outbox.deliver_due)
+
+
+@asynccontextmanager
+async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+    stop = threading.Event()
+    settings = get_settings()
+    if settings.embedded and settings.github_mode != "off":
+        threading.Thread(target=_sweep_reports, args=(stop,), name="roofwatch-report-sweep", daemon=True).start()
+    try:
+        yield
+    finally:
+        stop.set()
 
 
 def create_app() -> FastAPI:
-    app = FastAPI(title="roofwatch", summary="Performance-regression CI for GPU kernels")
+    app = FastAPI(title="roofwatch", summary="Performance-regression CI for GPU kernels", lifespan=lifespan)
     app.include_router(api_router)
+    app.include_router(webhook_router)
 
     @app.get("/healthz", tags=["ops"])
     def healthz(session: SessionDep) -> dict[str, str]:

@@ -51,6 +51,9 @@ def repo_add(
     full_name: Annotated[str, typer.Argument(help="OWNER/NAME as GitHub spells it")],
     clone_url: Annotated[str, typer.Option("--clone-url", help="URL, mirror or local path to clone from")],
     default_branch: Annotated[str, typer.Option("--default-branch")] = "main",
+    trust_policy: Annotated[str, typer.Option(
+        "--trust-policy", help="maintainers-only: fork / outside pull requests wait for approval; everyone")
+    ] = "maintainers-only",
 ) -> None:
     """Register a repository; webhooks for OWNER/NAME then clone from CLONE_URL."""
     from service.db import session_scope
@@ -60,7 +63,7 @@ def repo_add(
     _prepare_database()
     try:
         with session_scope() as session:
-            repository = register(session, full_name, clone_url, default_branch)
+            repository = register(session, full_name, clone_url, default_branch, trust_policy)
             console.print(f"registered [bold]{repository.full_name}[/] → {repository.clone_url}")
     except RoofwatchError as exc:
         _fail(str(exc))

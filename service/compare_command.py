@@ -12,10 +12,10 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from sqlmodel import select
 
-from service.comparisons import ab_job_for, comparison_key, create_comparison, results_of
+from service.comparisons import ab_job_for, comparison_key, comparison_report, create_comparison
 from service.config import get_settings
 from service.db import session_scope
-from service.models import Commit, Comparison, Repository
+from service.models import Comparison, Repository
 from service.pipeline import upsert_commit
 from service.repos import mirror_and_source, resolve_repository
 from workers import checkout
@@ -34,29 +34,6 @@ class CompareRequest:
     min_rounds: int | None = None
     max_rounds: int | None = None
     wait: bool = True
-
-
-def report(comparison_id: int) -> dict[str, Any]:
-    """The comparison as JSON-ready data: verdict, and one row per benchmark."""
-    with session_scope() as session:
-        comparison = session.get(Comparison, comparison_id)
-        assert comparison is not None
-        base = session.get(Commit, comparison.base_commit_id)
-        head = session.get(Commit, comparison.head_commit_id)
-        rows = [{
-            "benchmark": b.name, "suite": b.suite, "base_median": r.base_median, "head_median": r.head_median,
-            "change_pct": r.change_pct, "ci_low": r.ci_low, "ci_high": r.ci_high, "p_value": r.p_value,
-            "q_value": r.q_value, "noise_pct": r.noise_pct, "threshold_pct": r.threshold_pct,
-            "mde_pct": r.mde_pct, "direction": r.direction, "reason": r.reason, "rounds": len(r.base_values),
-            "base_roofline": r.base_roofline, "head_roofline": r.head_roofline,
-        } for r, b in results_of(session, comparison_id)]
-        return {
-            "id": comparison.id, "base": base.sha if base else None, "head": head.sha if head else None,
-            "state": comparison.state, "verdict": comparison.verdict, "rounds": comparison.rounds,
-            "error": comparison.error, "mde_pct": comparison.details.get("mde_pct"),
-            "new_failures": comparison.details.get("new_failures", []),
-            "fixed": comparison.details.get("fixed", []), "benchmarks": rows,
-        }
 
 
 def execute(request: CompareRequest, console: Console) -> tuple[int, dict[str, Any] | None]:
@@ -109,7 +86,8 @@ def execute(request: CompareRequest, console: Console) -> tuple[int, dict[str, A
             console.print(f"enqueued comparison {job.comparison_id}")
             return 0, None
         result.get(propagate=False)
-    data = report(job.comparison_id)
+    with session_scope() as session:
+        data = comparison_report(session, job.comparison_id)
     return EXIT.get(data["verdict"], 2), data
 
 

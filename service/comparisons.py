@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import asdict
+from typing import Any
 
 from sqlmodel import Session, select
 
@@ -43,6 +44,7 @@ def create_comparison(session: Session, repository: Repository, base: Commit, he
 def ab_job_for(comparison: Comparison, repository: Repository, base: Commit, head: Commit, data_dir: str,
                suite_timeout_s: float, output_limit: int, max_rounds: int, min_rounds: int = 3) -> ABJob:
     return ABJob(
+        run_id=comparison.run_id,
         comparison_id=comparison.id, idempotency_key=comparison.idempotency_key,  # type: ignore[arg-type]
         repository=repository.full_name, clone_url=repository.clone_url, base_sha=base.sha,
         head_sha=head.sha, data_dir=data_dir, min_rounds=min_rounds, max_rounds=max(min_rounds, max_rounds),
@@ -76,10 +78,12 @@ def ingest_ab(session: Session, envelope: ABEnvelope) -> Comparison:
     new_failures, fixed = _correctness(envelope.rounds)
     verdicts = _store_results(session, comparison, repository, device, envelope.rounds)
     comparison.details = {
-        "new_failures": new_failures, "fixed": fixed,
+        **comparison.details, "new_failures": new_failures, "fixed": fixed,
         "mde_pct": max((r.mde_pct for r in verdicts if r.mde_pct is not None), default=None),
     }
-    if envelope.status == "errored":
+    if comparison.state == "cancelled":
+        comparison.verdict = "cancelled"  # measured after all, but nobody is waiting for the verdict
+    elif envelope.status == "errored":
         comparison.state, comparison.verdict = "errored", "errored"
     else:
         comparison.state = "succeeded" if envelope.status == "succeeded" else "failed"
@@ -161,3 +165,33 @@ def results_of(session: Session, comparison_id: int) -> list[tuple[ComparisonRes
                         .where(ComparisonResult.comparison_id == comparison_id,
                                ComparisonResult.benchmark_id == Benchmark.id)).all()
     return sorted(((r, b) for r, b in rows), key=lambda rb: (rb[1].suite, rb[1].name))
+
+
+def comparison_report(session: Session, comparison_id: int) -> dict[str, Any]:
+    """A comparison as JSON-ready data: verdict, device, and one row per benchmark.
+
+    What ``roofwatch compare --format json`` prints and what PR reports are rendered from.
+    Times are in the benchmark's ``unit`` (seconds for pytest-benchmark).
+    """
+    comparison = session.get(Comparison, comparison_id)
+    if comparison is None:
+        raise LookupError(f"no comparison {comparison_id}")
+    base = session.get(Commit, comparison.base_commit_id)
+    head = session.get(Commit, comparison.head_commit_id)
+    device = session.get(Device, comparison.device_id) if comparison.device_id else None
+    rows = [{
+        "benchmark": b.name, "suite": b.suite, "unit": b.unit, "higher_is_better": b.higher_is_better,
+        "base_median": r.base_median, "head_median": r.head_median,
+        "change_pct": r.change_pct, "ci_low": r.ci_low, "ci_high": r.ci_high, "p_value": r.p_value,
+        "q_value": r.q_value, "noise_pct": r.noise_pct, "threshold_pct": r.threshold_pct,
+        "mde_pct": r.mde_pct, "direction": r.direction, "reason": r.reason, "rounds": len(r.base_values),
+        "base_roofline": r.base_roofline, "head_roofline": r.head_roofline,
+    } for r, b in results_of(session, comparison_id)]
+    return {
+        "id": comparison.id, "base": base.sha if base else None, "head": head.sha if head else None,
+        "state": comparison.state, "verdict": comparison.verdict, "rounds": comparison.rounds,
+        "purpose": comparison.purpose, "device": device.device_class if device else None,
+        "error": comparison.error, "mde_pct": comparison.details.get("mde_pct"),
+        "new_failures": comparison.details.get("new_failures", []),
+        "fixed": comparison.details.get("fixed", []), "benchmarks": rows,
+    }

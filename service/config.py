@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 DEFAULT_DATA_DIR = Path.home() / ".local" / "share" / "roofwatch"
 
@@ -38,6 +38,24 @@ class Settings(BaseSettings):
     # Interleaved A/B: rounds before a verdict may be given, and the cap for inconclusive ones.
     ab_min_rounds: int = 3
     ab_max_rounds: int = 10
+    # GitHub. Pushes to the default branch are always measured; these extra branch patterns
+    # (fnmatch, comma-separated in the environment: "release/*,perf-*") are measured too.
+    push_branches: Annotated[list[str], NoDecode] = []
+    # A maintainer adds this label (or comments `/roofwatch run`) to run an untrusted pull request.
+    approval_label: str = "roofwatch:approved"
+    status_context: str = "roofwatch"
+    # GitHub caps webhook payloads at 25 MB; anything larger is not from GitHub.
+    webhook_max_bytes: int = 25 * 1024 * 1024
+    # The device class whose queue webhook-triggered runs go to when a broker is configured
+    # (embedded mode measures on this machine's device).
+    pr_device_class: str | None = None
+
+    @field_validator("push_branches", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
 
     @model_validator(mode="after")
     def _refuse_unsafe_production(self) -> Settings:
@@ -56,6 +74,13 @@ class Settings(BaseSettings):
                     "refusing to start in production without: " + ", ".join(missing)
                 )
         return self
+
+    @property
+    def github_mode(self) -> Literal["app", "token", "off"]:
+        """How roofwatch reports to GitHub: check runs as an App, commit statuses with a token, or not at all."""
+        if self.github_app_id and self.github_app_private_key:
+            return "app"
+        return "token" if self.github_token else "off"
 
     @property
     def embedded(self) -> bool:

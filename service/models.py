@@ -30,6 +30,8 @@ class Repository(SQLModel, table=True):
     default_branch: str = "main"
     # "maintainers-only": fork / outside-collaborator PRs wait for a maintainer's approval.
     trust_policy: str = "maintainers-only"
+    # GitHub App installation that covers this repository (from webhooks); None in token mode.
+    installation_id: int | None = None
     created_at: datetime = Field(default_factory=utcnow)
 
 
@@ -172,16 +174,51 @@ class Change(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
 
 
+DELIVERY_OUTCOMES = ("accepted", "ignored", "failed")
+
+
 class WebhookDelivery(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     delivery_id: str = Field(unique=True, index=True)
     event: str
+    action: str = ""
+    repository: str = ""
     received_at: datetime = Field(default_factory=utcnow)
     outcome: str = ""
+    detail: str = ""  # why it was ignored, what it started, or what went wrong
+
+
+REPORT_TARGETS = ("status", "check_run", "comment")
+
+
+class GitHubReport(SQLModel, table=True):
+    """The latest thing roofwatch wants GitHub to show for one target, and whether it is there yet.
+
+    One row per (repository, target, subject) — a commit status or check run per head SHA, one
+    comment per pull request — holding the *desired* state. Publishing bumps ``version``;
+    delivery sends whatever is newest, so a retry after an outage never posts a stale
+    "pending" over a final verdict, and a report that could not be posted waits here until
+    it can be.
+    """
+
+    __table_args__ = (UniqueConstraint("repository_id", "target", "subject"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    repository_id: int = Field(foreign_key="repository.id", index=True)
+    target: str  # status | check_run | comment
+    subject: str  # head SHA for status / check_run, PR number for comment
+    payload: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    version: int = 1
+    delivered_version: int = 0
+    external_id: str = ""  # check run id or comment id once GitHub has one
+    attempts: int = 0
+    last_error: str = ""
+    next_attempt_at: datetime = Field(default_factory=utcnow, index=True)
+    updated_at: datetime = Field(default_factory=utcnow)
 
 
 COMPARISON_PURPOSES = ("pull_request", "confirm", "manual")
-COMPARISON_VERDICTS = ("regression", "improvement", "no-change", "inconclusive", "failure", "errored")
+COMPARISON_VERDICTS = ("regression", "improvement", "no-change", "inconclusive", "failure", "errored", "cancelled")
 
 
 class Comparison(SQLModel, table=True):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from celery import chain
+from celery import Signature, chain
 from celery.result import AsyncResult
 from sqlmodel import Session, col, select
 
@@ -60,13 +60,19 @@ def job_for(run: Run, repository: Repository, commit: Commit, settings: Settings
     )
 
 
-def submit(job: Job, queue: str) -> AsyncResult:
-    """Send one job through the chain; in embedded mode this returns after it has finished."""
+def submit(job: Job, queue: str, then: Signature | None = None) -> AsyncResult:
+    """Send one job through the chain; in embedded mode this returns after it has finished.
+
+    ``then`` (an immutable signature) runs after the analysis, e.g. the GitHub report of a push.
+    """
     from service.tasks import analyze, ingest  # the tasks dispatch follow-ups through this module
 
-    workflow = chain(
-        run_commit.s(asdict(job)).set(queue=queue),
-        ingest.s(),
-        analyze.s(),
-    )
-    return workflow.apply_async()
+    steps = [run_commit.s(asdict(job)).set(queue=queue, task_id=task_id_for_run(job.run_id)), ingest.s(), analyze.s()]
+    if then is not None:
+        steps.append(then)
+    return chain(*steps).apply_async()
+
+
+def task_id_for_run(run_id: int) -> str:
+    """The Celery id of a run's measuring task, known in advance so the run can be cancelled."""
+    return f"roofwatch-run-{run_id}"

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from sqlmodel import Session, select
 
+from service.github.trust import POLICIES
 from service.models import Repository
 from workers.checkout import ensure_mirror, is_local_path
 from workers.errors import UnknownRepository
@@ -15,14 +16,19 @@ from workers.errors import UnknownRepository
 URL_NAME = re.compile(r"[:/](?P<owner>[\w.-]+)/(?P<name>[\w.-]+?)(?:\.git)?/?$")
 
 
-def register(session: Session, full_name: str, clone_url: str, default_branch: str = "main") -> Repository:
+def register(session: Session, full_name: str, clone_url: str, default_branch: str = "main",
+             trust_policy: str = "maintainers-only") -> Repository:
     if not re.fullmatch(r"[\w.-]+/[\w.-]+", full_name):
         raise UnknownRepository(f"repository names look like OWNER/NAME, got {full_name!r}")
+    if trust_policy not in POLICIES:
+        raise UnknownRepository(f"trust policy is one of {', '.join(POLICIES)}, got {trust_policy!r}")
     repository = session.exec(select(Repository).where(Repository.full_name == full_name)).first()
     if repository is None:
-        repository = Repository(full_name=full_name, clone_url=clone_url, default_branch=default_branch)
+        repository = Repository(full_name=full_name, clone_url=clone_url, default_branch=default_branch,
+                                trust_policy=trust_policy)
     else:
         repository.clone_url, repository.default_branch = clone_url, default_branch
+        repository.trust_policy = trust_policy
     session.add(repository)
     session.flush()
     return repository

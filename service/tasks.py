@@ -11,16 +11,19 @@ from dataclasses import asdict
 from typing import Any
 
 from sqlalchemy.exc import OperationalError
+from sqlmodel import Session, select
 
-from service import bisect, confirm
+from service import bisect, confirm, pull_requests, pushes
 from service.analyze import analyze_run
 from service.comparisons import ingest_ab as ingest_ab_envelope
 from service.comparisons import parse_ab_envelope
 from service.db import session_scope
 from service.followups import dispatch
+from service.github import events, outbox, reporting
 from service.ingest import ingest_envelope, parse_envelope
-from service.models import Comparison, Run, utcnow
+from service.models import Commit, Comparison, Repository, Run, WebhookDelivery, utcnow
 from workers.celery_app import app
+from workers.errors import RoofwatchError
 
 log = logging.getLogger(__name__)
 
@@ -30,11 +33,26 @@ RETRY = dict(autoretry_for=(OperationalError,), retry_backoff=2, retry_backoff_m
 
 @app.task(name="roofwatch.run_started", **RETRY)
 def run_started(run_id: int) -> None:
+    report_ids: list[int] = []
     with session_scope() as session:
         run = session.get(Run, run_id)
         if run is not None and run.state == "queued":
             run.state, run.started_at = "running", utcnow()
             session.add(run)
+            report_ids = _show_running(session, run)
+    reporting.send(report_ids)
+
+
+def _show_running(session: Session, run: Run) -> list[int]:
+    if run.trigger not in ("push", "pull_request"):
+        return []
+    repository = session.get(Repository, run.repository_id)
+    commit = session.get(Commit, run.commit_id)
+    assert repository is not None and commit is not None
+    comparison = session.exec(select(Comparison).where(Comparison.run_id == run.id)).first()
+    url = pull_requests.compare_url(comparison.id) if comparison and comparison.id else pushes.run_url(run.id)  # type: ignore[arg-type]
+    what = "interleaved A/B against the merge-base" if run.trigger == "pull_request" else "suites"
+    return reporting.show_phase(session, repository, commit.sha, "running", f"running: {what}", url)
 
 
 @app.task(name="roofwatch.ingest", **RETRY)
@@ -80,3 +98,47 @@ def confirm_changes(comparison_id: int) -> list[int]:
     log.info("comparison %s: %d change(s) confirmed", comparison_id, len(created))
     dispatch(list(steps))
     return created
+
+
+@app.task(name="roofwatch.finish_pull_request", **RETRY)
+def finish_pull_request(comparison_id: int) -> int:
+    """Close the pull-request run a comparison decides; publish its verdict and comment."""
+    pull_requests.finish(comparison_id)
+    return comparison_id
+
+
+@app.task(name="roofwatch.report_run", **RETRY)
+def report_run(run_id: int) -> None:
+    """Show a measured push's outcome on its commit."""
+    pushes.report(run_id)
+
+
+@app.task(name="roofwatch.handle_github_event", **RETRY)
+def handle_github_event(event: str, delivery_id: str, payload: dict[str, Any]) -> str:
+    """Act on an accepted webhook delivery; what happened is kept on the delivery's record."""
+    try:
+        detail, outcome = events.handle(event, payload), "accepted"
+    except (pull_requests.PullRequestError, RoofwatchError) as exc:
+        detail, outcome = str(exc), "failed"
+        log.warning("delivery %s: %s", delivery_id, exc)
+    with session_scope() as session:
+        record = session.exec(select(WebhookDelivery).where(WebhookDelivery.delivery_id == delivery_id)).first()
+        if record is not None:
+            record.outcome, record.detail = outcome, f"{record.detail} → {detail}"[:4000]
+            session.add(record)
+    return detail
+
+
+@app.task(name="roofwatch.deliver_report", **RETRY)
+def deliver_report(report_id: int) -> bool:
+    """Post one report to GitHub; on failure it stays in the outbox for ``deliver_reports``."""
+    return outbox.deliver(report_id)
+
+
+@app.task(name="roofwatch.deliver_reports", **RETRY)
+def deliver_reports() -> dict[str, int]:
+    """Retry every report GitHub has not accepted yet (scheduled every minute)."""
+    delivered, pending = outbox.deliver_due()
+    if delivered or pending:
+        log.info("reports: %d delivered, %d still pending", delivered, pending)
+    return {"delivered": delivered, "pending": pending}

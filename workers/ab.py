@@ -45,6 +45,7 @@ class ABJob:
     max_rounds: int = 10
     suite_timeout_s: float = 1800.0
     output_limit: int = 1_000_000
+    run_id: int | None = None  # the pull-request run this comparison decides, marked started with it
 
 
 RoundProgress = Callable[[int, str, str], None]  # (round, side, suite status or "start")

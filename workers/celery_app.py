@@ -40,7 +40,14 @@ def make_app() -> Celery:
             "roofwatch.analyze": {"queue": CPU_QUEUE},
             "roofwatch.ingest_ab": {"queue": INGEST_QUEUE},
             "roofwatch.confirm_changes": {"queue": CPU_QUEUE},
+            "roofwatch.finish_pull_request": {"queue": CPU_QUEUE},
+            "roofwatch.report_run": {"queue": CPU_QUEUE},
+            "roofwatch.handle_github_event": {"queue": CPU_QUEUE},
+            "roofwatch.deliver_report": {"queue": CPU_QUEUE},
+            "roofwatch.deliver_reports": {"queue": CPU_QUEUE},
         },
+        # Reports GitHub did not accept are retried from the outbox (run by `celery beat`).
+        beat_schedule={"deliver-github-reports": {"task": "roofwatch.deliver_reports", "schedule": 60.0}},
         broker_connection_retry_on_startup=True,
         result_expires=7 * 24 * 3600,
     )

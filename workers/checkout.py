@@ -140,6 +140,14 @@ def has_commit(repo: Path, sha: str) -> bool:
     return True
 
 
+def merge_base(repo: Path, base: str, head: str) -> str:
+    """The best common ancestor of ``base`` and ``head``: what a pull request is measured against."""
+    try:
+        return git("merge-base", base, head, cwd=repo).strip()
+    except CheckoutError as exc:
+        raise UnknownRevision(f"{base[:12]} and {head[:12]} have no common ancestor in {repo}") from exc
+
+
 @contextmanager
 def worktree(mirror: Path, sha: str, worktrees_dir: Path) -> Iterator[Path]:
     """A detached worktree of ``mirror`` at exactly ``sha``; removed afterwards."""

@@ -47,6 +47,8 @@ def run_ab_task(self: Any, job: dict[str, Any]) -> dict[str, Any]:
     """Interleave ``job`` (an ``ABJob`` as a dict) and return the A/B envelope as JSON-ready data."""
     spec = ABJob(**job)
     log.info("comparison %s: %s %s..%s", spec.comparison_id, spec.repository, spec.base_sha[:12], spec.head_sha[:12])
+    if spec.run_id is not None:
+        app.signature("roofwatch.run_started", args=(spec.run_id,)).apply_async()
     listener = ab_progress.get()
     envelope = run_ab(spec, progress=listener)
     log.info("comparison %s: %s after %d round(s)", spec.comparison_id, envelope.status,

@@ -1,0 +1,83 @@
+"""What roofwatch shows on GitHub: a status (token) or check run (App) per head, and the PR comment.
+
+These functions only record the desired state through the outbox; ``send`` then asks for
+delivery (inline when embedded, on the ``cpu`` queue otherwise).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Literal
+
+from sqlmodel import Session
+
+from service.config import get_settings
+from service.github import outbox
+from service.github.comment import Summary
+from service.models import Repository
+
+log = logging.getLogger(__name__)
+
+Phase = Literal["queued", "waiting", "running", "cancelled"]
+DESCRIPTION_LIMIT = 140  # GitHub refuses longer commit-status descriptions
+
+_STATUS_OF_PHASE = {"queued": "pending", "waiting": "pending", "running": "pending", "cancelled": "error"}
+_CHECK_OF_PHASE = {"queued": "queued", "waiting": "queued", "running": "in_progress", "cancelled": "completed"}
+# Commit statuses know no "neutral": an inconclusive verdict must not block a merge, so it is
+# a success whose description says inconclusive.
+_STATUS_OF_CONCLUSION = {"success": "success", "failure": "failure", "neutral": "success"}
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= DESCRIPTION_LIMIT else text[: DESCRIPTION_LIMIT - 1] + "…"
+
+
+def show_phase(session: Session, repository: Repository, sha: str, phase: Phase, description: str,
+               target_url: str) -> list[int]:
+    """Queued, waiting for approval, running or cancelled: not a verdict yet (or ever)."""
+    settings = get_settings()
+    if settings.github_mode == "app":
+        payload: dict[str, Any] = {
+            "name": settings.status_context, "head_sha": sha, "status": _CHECK_OF_PHASE[phase],
+            "details_url": target_url, "output": {"title": _short(description), "summary": description},
+        }
+        if phase == "cancelled":
+            payload["conclusion"] = "cancelled"
+        return _ids(outbox.publish(session, repository, "check_run", sha, payload))
+    return _ids(outbox.publish(session, repository, "status", sha, {
+        "state": _STATUS_OF_PHASE[phase], "description": _short(description), "target_url": target_url,
+        "context": settings.status_context}))
+
+
+def show_summary(session: Session, repository: Repository, sha: str, summary: Summary, target_url: str,
+                 details: str = "") -> list[int]:
+    """The verdict: success, failure or neutral, with its one-line title."""
+    settings = get_settings()
+    if settings.github_mode == "app":
+        return _ids(outbox.publish(session, repository, "check_run", sha, {
+            "name": settings.status_context, "head_sha": sha, "status": "completed",
+            "conclusion": summary.conclusion, "details_url": target_url,
+            "output": {"title": _short(summary.title), "summary": details or summary.title}}))
+    return _ids(outbox.publish(session, repository, "status", sha, {
+        "state": _STATUS_OF_CONCLUSION[summary.conclusion], "description": _short(summary.title),
+        "target_url": target_url, "context": settings.status_context}))
+
+
+def show_comment(session: Session, repository: Repository, pr_number: int, body: str) -> list[int]:
+    return _ids(outbox.publish(session, repository, "comment", str(pr_number), {"body": body}))
+
+
+def send(report_ids: list[int]) -> None:
+    """Ask for delivery of freshly published reports; a failure leaves them for the next sweep."""
+    from service.tasks import deliver_report
+
+    for report_id in report_ids:
+        try:
+            deliver_report.delay(report_id)
+        except Exception as exc:  # a broker outage must not fail the run; the sweep delivers later
+            log.warning("report %s left for the next sweep: %s", report_id, exc)
+
+
+def _ids(row: Any) -> list[int]:
+    return [row.id] if row is not None and row.id is not None else []

@@ -1,0 +1,288 @@
+"""End to end: signed webhooks in, the pull-request A/B runs, GitHub (a fake on loopback) hears back.
+
+The fake server checks every request against GitHub's REST description; the repository is a
+local git repository registered under the payload's name.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fake_github import FakeGitHub
+from fastapi.testclient import TestClient
+from github_support import SECRET, comment_payload, deliver, pull_request_payload
+from sample_repo import commit, git, init
+from sqlmodel import select
+
+from service import background
+from service.github.comment import MARKER
+
+REPO = "acme/kernels"
+
+PYPROJECT = """\
+[project]
+name = "tiny-kernels"
+version = "0.0.1"
+
+[[tool.roofwatch.suites]]
+name = "correctness"
+kind = "correctness"
+command = "python -m pytest checks -q -p no:cacheprovider"
+
+[[tool.roofwatch.suites]]
+name = "benchmarks"
+kind = "benchmark"
+command = "python -m pytest bench -q -p no:cacheprovider --benchmark-only --benchmark-min-rounds=5 --benchmark-max-time=0.02 --benchmark-warmup=off"
+"""
+KERNEL = "def scale(xs, a):\n    return [a * x for x in xs]\n"
+BUGGY = "def scale(xs, a):\n    return [a * x for x in xs[:-1]]\n"
+CHECKS = "from kernel import scale\n\n\ndef test_scale():\n    assert scale([1.0, 2.0, 3.0], 2.0) == [2.0, 4.0, 6.0]\n"
+BENCH = "from kernel import scale\n\nXS = [float(i) for i in range(2000)]\n\n\ndef test_scale(benchmark):\n    benchmark(scale, XS, 3.0)\n"
+
+
+@pytest.fixture
+def kernels_repo(tmp_path: Path) -> dict[str, str]:
+    """main: base → docs; feature (from base): bug → fix. The merge-base of feature and main is base."""
+    repo = tmp_path / "kernels"
+    init(repo)
+    shas = {"base": commit(repo, "Add scale", {"pyproject.toml": PYPROJECT, "kernel.py": KERNEL,
+                                                "checks/test_kernel.py": CHECKS, "bench/test_kernel.py": BENCH}, 1)}
+    git(repo, "checkout", "-q", "-b", "feature")
+    shas["bug"] = commit(repo, "scale: skip the copy of the last element", {"kernel.py": BUGGY}, 2)
+    shas["fix"] = commit(repo, "scale: every element again", {"kernel.py": KERNEL, "NOTES.md": "fixed\n"}, 3)
+    git(repo, "checkout", "-q", "main")
+    shas["docs"] = commit(repo, "Document scale", {"README.md": "scale\n"}, 4)
+    shas["path"] = str(repo)
+    return shas
+
+
+@pytest.fixture
+def app_client(roofwatch_env: Path, fake_github: FakeGitHub, kernels_repo: dict[str, str],
+               monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    from conftest import _reset_caches
+
+    for name, value in {"GITHUB_WEBHOOK_SECRET": SECRET, "GITHUB_TOKEN": FakeGitHub.STATIC_TOKEN, "GITHUB_API_URL": fake_github.url,
+                        "AB_MAX_ROUNDS": "4", "PUBLIC_URL": "http://roofwatch.test"}.items():
+        monkeypatch.setenv(f"ROOFWATCH_{name}", value)
+    _reset_caches()
+    from service.app import create_app
+    from service.db import migrate, session_scope
+    from service.repos import register
+
+    migrate()
+    with session_scope() as session:
+        register(session, REPO, kernels_repo["path"], "main")
+    with TestClient(create_app()) as client:
+        yield client
+    assert background.drain(600)
+
+
+def _settle() -> None:
+    assert background.drain(900), "background work did not finish"
+
+
+def test_pull_request_gets_statuses_and_one_living_comment(app_client: TestClient, fake_github: FakeGitHub,
+                                                           kernels_repo: dict[str, str], shared_corpus: Path) -> None:
+    from service.db import session_scope
+    from service.models import Run, WebhookDelivery
+
+    shas = kernels_repo
+    opened = pull_request_payload(shared_corpus, "opened", REPO, 7, shas["bug"], shas["docs"])
+    response = deliver(app_client, "pull_request", opened)
+    assert response.status_code == 202, response.text
+    assert response.json()["outcome"] == "accepted"
+    _settle()
+
+    with session_scope() as session:
+        run = session.exec(select(Run).where(Run.pr_number == 7)).one()
+        assert run.trigger == "pull_request" and run.base_sha == shas["base"]  # the merge-base, not main's tip
+        assert run.state == "failed" or run.state == "succeeded"
+        delivery = session.exec(select(WebhookDelivery)).one()
+        assert delivery.outcome == "accepted" and f"run {run.id}" in delivery.detail
+
+    states = [(s["state"], s["description"]) for s in fake_github.statuses(REPO, shas["bug"])]
+    assert [s for s, _ in states] == ["pending", "pending", "failure"], states
+    assert states[0][1].startswith("queued") and states[1][1].startswith("running")
+    assert "test_scale" in states[2][1]
+    assert all(s["context"] == "roofwatch" and s["target_url"].startswith("http://roofwatch.test/compare/")
+               for s in fake_github.statuses(REPO, shas["bug"]))
+    (first,) = fake_github.comments(REPO, 7)
+    assert MARKER in first["body"] and "test_scale" in first["body"] and shas["bug"][:7] in first["body"]
+
+    synchronize = pull_request_payload(shared_corpus, "synchronize", REPO, 7, shas["fix"], shas["docs"])
+    assert deliver(app_client, "pull_request", synchronize).status_code == 202
+    _settle()
+
+    final = fake_github.statuses(REPO, shas["fix"])[-1]
+    assert final["state"] == "success", final  # fixed code: no failure, and no timing change to report
+    (edited,) = fake_github.comments(REPO, 7)
+    assert edited["id"] == first["id"] and shas["fix"][:7] in edited["body"] and "test_scale" not in \
+        edited["body"].split("<details>")[0]
+    assert len(fake_github.calls("issues/create-comment")) == 1
+    assert len(fake_github.calls("issues/update-comment")) == 1
+
+    compare_link = final["target_url"].removeprefix("http://roofwatch.test")
+    page = app_client.get(compare_link)
+    assert page.status_code == 200 and "no-change" in page.text or "inconclusive" in page.text
+
+    closed = pull_request_payload(shared_corpus, "closed", REPO, 7, shas["fix"], shas["docs"])
+    assert deliver(app_client, "pull_request", closed).json()["outcome"] == "accepted"
+    _settle()
+    assert fake_github.violations == []
+
+
+def test_fork_waits_for_a_maintainer_then_runs_on_command(app_client: TestClient, fake_github: FakeGitHub,
+                                                          kernels_repo: dict[str, str], shared_corpus: Path) -> None:
+    from service.db import session_scope
+    from service.models import Run
+
+    shas = kernels_repo
+    opened = pull_request_payload(shared_corpus, "opened", REPO, 9, shas["fix"], shas["docs"],
+                                  head_repository="stranger/kernels", association="NONE", login="stranger")
+    assert deliver(app_client, "pull_request", opened).status_code == 202
+    _settle()
+    (waiting,) = fake_github.statuses(REPO, shas["fix"])
+    assert waiting["state"] == "pending" and "waiting for a maintainer" in waiting["description"]
+    assert "fork" in waiting["description"]
+    with session_scope() as session:
+        assert session.exec(select(Run)).all() == []  # the fork's code did not run
+
+    drive_by = comment_payload(shared_corpus, REPO, 9, "/roofwatch run", association="NONE")
+    response = deliver(app_client, "issue_comment", drive_by)
+    assert response.json()["outcome"] == "ignored" and "no write access" in response.json()["detail"]
+
+    fake_github.add_pull(REPO, 9, head_sha=shas["fix"], head_ref="feature", base_ref="main", base_sha=shas["docs"],
+                         head_repo_full_name="stranger/kernels", user="stranger", author_association="NONE")
+    approval = comment_payload(shared_corpus, REPO, 9, "Looks safe.\n/roofwatch run", association="MEMBER")
+    assert deliver(app_client, "issue_comment", approval).json()["outcome"] == "accepted"
+    _settle()
+    assert len(fake_github.calls("pulls/get")) == 1
+    assert [s["state"] for s in fake_github.statuses(REPO, shas["fix"])] == ["pending", "pending", "pending", "success"]
+    with session_scope() as session:
+        assert [r.pr_number for r in session.exec(select(Run)).all()] == [9]
+    assert len(fake_github.comments(REPO, 9)) == 1
+    assert fake_github.violations == []
+
+
+def test_app_mode_reports_through_one_check_run_per_head(app_client: TestClient, fake_github: FakeGitHub,
+                                                         kernels_repo: dict[str, str], shared_corpus: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    from service.config import get_settings
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    fake_github.configure_app(31337, key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode())
+    monkeypatch.setenv("ROOFWATCH_GITHUB_APP_ID", "31337")
+    monkeypatch.setenv("ROOFWATCH_GITHUB_APP_PRIVATE_KEY", key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode())
+    monkeypatch.delenv("ROOFWATCH_GITHUB_TOKEN")
+    get_settings.cache_clear()
+
+    opened = pull_request_payload(shared_corpus, "opened", REPO, 11, kernels_repo["bug"], kernels_repo["docs"],
+                                  installation_id=555)
+    assert deliver(app_client, "pull_request", opened).status_code == 202
+    _settle()
+    (check,) = fake_github.check_runs(REPO)
+    assert check["head_sha"] == kernels_repo["bug"] and check["status"] == "completed"
+    assert check["conclusion"] == "failure" and "test_scale" in check["output"]["title"]
+    assert MARKER in check["output"]["summary"]  # the check's page carries the whole report
+    assert [c.body.get("status") for c in fake_github.calls("checks/update")] == ["in_progress", "completed"]
+    assert fake_github.tokens_minted == 1 and fake_github.statuses(REPO, kernels_repo["bug"]) == []
+    assert len(fake_github.comments(REPO, 11)) == 1
+    assert fake_github.violations == []
+
+
+def test_a_github_outage_loses_no_report_and_does_not_hold_up_the_run(app_client: TestClient,
+                                                                     fake_github: FakeGitHub,
+                                                                     kernels_repo: dict[str, str],
+                                                                     shared_corpus: Path) -> None:
+    from service.db import session_scope
+    from service.github import outbox
+    from service.models import GitHubReport, Run
+
+    fake_github.down()
+    opened = pull_request_payload(shared_corpus, "opened", REPO, 13, kernels_repo["fix"], kernels_repo["docs"])
+    assert deliver(app_client, "pull_request", opened).status_code == 202
+    _settle()
+    with session_scope() as session:
+        (run,) = session.exec(select(Run)).all()
+        assert run.state == "succeeded"  # measured and decided while GitHub was away
+        waiting = session.exec(select(GitHubReport)).all()
+        assert {r.target for r in waiting} == {"status", "comment"}
+        assert all(r.delivered_version < r.version and r.last_error for r in waiting)
+        for row in waiting:
+            row.next_attempt_at = row.updated_at  # the backoff has passed
+            session.add(row)
+    fake_github.up()
+    assert outbox.deliver_due() == (2, 0)
+    posted = [s for s in fake_github.statuses(REPO, kernels_repo["fix"])]
+    assert [s["state"] for s in posted] == ["success"]  # the final verdict, not the stale "queued"
+    assert len(fake_github.comments(REPO, 13)) == 1
+
+
+def test_a_new_head_supersedes_and_closing_cancels(app_client: TestClient, fake_github: FakeGitHub,
+                                                   kernels_repo: dict[str, str]) -> None:
+    """Runs still queued when a newer head arrives, or when the pull request closes, are cancelled."""
+    from service import pull_requests
+    from service.db import session_scope
+    from service.github import reporting
+    from service.models import Commit, Repository, Run
+
+    with session_scope() as session:
+        repository = session.exec(select(Repository)).one()
+        for i, sha in enumerate((kernels_repo["bug"], kernels_repo["fix"])):
+            commit = Commit(repository_id=repository.id, sha=sha)
+            session.add(commit)
+            session.flush()
+            session.add(Run(repository_id=repository.id, commit_id=commit.id, trigger="pull_request", pr_number=21,
+                            idempotency_key=f"queued-{i}"))
+        repository_id = repository.id
+    head = pull_requests.PullRequestHead(repository_id, 21, kernels_repo["fix"], "main", kernels_repo["docs"])
+    with session_scope() as session:
+        ids = pull_requests._supersede(session, session.get(Repository, repository_id), head)
+        assert pull_requests._active_run(session, session.get(Repository, repository_id), head) is not None
+    assert len(ids) == 1
+    reporting.send(ids)  # what start() does after its transaction
+    assert pull_requests.cancel(repository_id, 21, "pull request closed") != []
+    with session_scope() as session:
+        runs = {r.idempotency_key: (r.state, r.error) for r in session.exec(select(Run)).all()}
+    assert runs == {"queued-0": ("cancelled", f"superseded by {kernels_repo['fix'][:7]}"),
+                    "queued-1": ("cancelled", "pull request closed")}
+    cancelled = [s for sha in ("bug", "fix") for s in fake_github.statuses(REPO, kernels_repo[sha])]
+    assert [s["state"] for s in cancelled] == ["error", "error"]
+    assert fake_github.violations == []
+
+
+def test_a_push_to_the_default_branch_is_measured_and_reported(app_client: TestClient, fake_github: FakeGitHub,
+                                                               kernels_repo: dict[str, str],
+                                                               shared_corpus: Path) -> None:
+    from github_support import example
+
+    from service.db import session_scope
+    from service.models import Measurement, Run
+
+    push = example(shared_corpus, "push/with-new-branch.payload.json")
+    push["ref"], push["after"] = "refs/heads/main", kernels_repo["docs"]
+    push["repository"]["full_name"] = REPO
+    push.pop("installation", None)
+    assert deliver(app_client, "push", push).json()["outcome"] == "accepted"
+    other = dict(push, ref="refs/heads/feature", after=kernels_repo["fix"])
+    assert "not tracked" in deliver(app_client, "push", other).json()["detail"]
+    _settle()
+    with session_scope() as session:
+        (run,) = session.exec(select(Run)).all()
+        assert run.trigger == "push" and run.state == "succeeded"
+        assert session.exec(select(Measurement).where(Measurement.run_id == run.id)).all()
+    statuses = fake_github.statuses(REPO, kernels_repo["docs"])
+    assert [s["state"] for s in statuses] == ["pending", "pending", "success"]
+    assert statuses[-1]["description"] == "1 test passed · 1 benchmark measured"
+    assert statuses[-1]["target_url"] == f"http://roofwatch.test/runs/{run.id}"
+    assert deliver(app_client, "push", dict(push)).status_code == 202  # a redelivery under a new id
+    _settle()
+    with session_scope() as session:
+        assert len(session.exec(select(Run)).all()) == 1  # the same head is not measured twice
+    assert fake_github.violations == []
