@@ -286,3 +286,58 @@ def test_a_push_to_the_default_branch_is_measured_and_reported(app_client: TestC
     with session_scope() as session:
         assert len(session.exec(select(Run)).all()) == 1  # the same head is not measured twice
     assert fake_github.violations == []
+
+
+@pytest.mark.redis
+def test_with_a_broker_the_webhook_only_enqueues_and_a_worker_reports(
+        redis_url: str, tmp_path: Path, fake_github: FakeGitHub, kernels_repo: dict[str, str],
+        shared_corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Distributed mode: serve answers at once; a real worker process on Redis runs and reports."""
+    import os
+    import subprocess
+    import time
+
+    from conftest import _reset_caches
+    from tests_support import ROOFWATCH, roofwatch
+
+    env = {"ROOFWATCH_DATA_DIR": str(tmp_path / "data"), "ROOFWATCH_BROKER_URL": redis_url,
+           "ROOFWATCH_GITHUB_WEBHOOK_SECRET": SECRET, "ROOFWATCH_GITHUB_TOKEN": FakeGitHub.STATIC_TOKEN,
+           "ROOFWATCH_GITHUB_API_URL": fake_github.url, "ROOFWATCH_AB_MAX_ROUNDS": "3",
+           "ROOFWATCH_PUBLIC_URL": "http://roofwatch.test"}
+    roofwatch(["db", "upgrade"], env)
+    roofwatch(["repo", "add", REPO, "--clone-url", kernels_repo["path"]], env)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("ROOFWATCH_DATABASE_URL", raising=False)
+    _reset_caches()
+    from service.app import create_app
+
+    opened = pull_request_payload(shared_corpus, "opened", REPO, 31, kernels_repo["bug"], kernels_repo["docs"])
+    with TestClient(create_app()) as client:
+        started = time.monotonic()
+        response = deliver(client, "pull_request", opened)
+        answered = time.monotonic() - started
+    assert response.status_code == 202 and response.json()["outcome"] == "accepted"
+    assert answered < 5 and fake_github.statuses(REPO, kernels_repo["bug"]) == []  # nothing ran in serve
+
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("ROOFWATCH_")} | env
+    with open(tmp_path / "worker.log", "w") as log:
+        worker = subprocess.Popen([str(ROOFWATCH), "worker", "--loglevel", "warning"], env=full_env,
+                                  stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline:
+                states = [s["state"] for s in fake_github.statuses(REPO, kernels_repo["bug"])]
+                if states and states[-1] != "pending" and fake_github.comments(REPO, 31):
+                    break
+                time.sleep(1)
+        finally:
+            worker.terminate()
+            worker.wait(timeout=30)
+    # One worker serving every queue handles "running" only after the A/B, when the verdict is the
+    # newest state already: the outbox then posts the verdict and skips the stale "running".
+    assert states[0] == "pending" and states[-1] == "failure", (tmp_path / "worker.log").read_text()[-3000:]
+    assert set(states[1:-1]) <= {"pending"}
+    assert len(fake_github.comments(REPO, 31)) == 1
+    assert fake_github.violations == []
+    _reset_caches()
