@@ -1,0 +1,1 @@
+"""One module per dashboard page; each ``register(app)`` adds its routes."""

@@ -1,0 +1,30 @@
+"""Run: suites with how they ended, measurements, test outcomes with errors, device."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import HTMLResponse
+from sqlmodel import select
+
+from dashboard.common import TEMPLATES
+from service.deps import SessionDep
+from service.models import Benchmark, Commit, Device, Measurement, Repository, Run, SuiteExecution, TestOutcome
+
+
+def register(app: FastAPI) -> None:
+    @app.get("/runs/{run_id}", response_class=HTMLResponse, include_in_schema=False)
+    def run_page(run_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+        run = session.get(Run, run_id)
+        if run is None:
+            raise HTTPException(404, f"no run {run_id}")
+        measurements = session.exec(
+            select(Measurement, Benchmark).join(Benchmark).where(Measurement.run_id == run_id)).all()
+        return TEMPLATES.TemplateResponse(request, "run.html", {
+            "run": run, "commit": session.get(Commit, run.commit_id),
+            "repository": session.get(Repository, run.repository_id),
+            "device": session.get(Device, run.device_id) if run.device_id else None,
+            "suites": session.exec(select(SuiteExecution).where(SuiteExecution.run_id == run_id)).all(),
+            "outcomes": session.exec(select(TestOutcome).where(TestOutcome.run_id == run_id)
+                                     .order_by(TestOutcome.outcome, TestOutcome.test_id)).all(),
+            "measurements": measurements,
+        })
