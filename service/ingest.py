@@ -112,7 +112,7 @@ def upsert_benchmark(session: Session, repository: Repository, suite: str, devic
         benchmark = Benchmark(
             fingerprint=fingerprint, repository_id=repository.id, suite=suite, name=record.name,  # type: ignore[arg-type]
             params=record.params, dtype=record.dtype, shape=record.shape,
-            device_class=device.device_class,
+            impl=str(record.extra_info.get("impl") or ""), device_class=device.device_class,
         )
     # The declared work may be corrected in a later commit; the newest declaration wins.
     benchmark.flops = record.flops if record.flops is not None else benchmark.flops

@@ -112,6 +112,9 @@ class Benchmark(SQLModel, table=True):
     params: str = ""
     dtype: str = ""
     shape: str = ""
+    # Which implementation this series times: "" (the kernel under test), or a baseline such as
+    # "torch" / "torch.compile", from the benchmark's ``extra_info["impl"]``.
+    impl: str = ""
     device_class: str = Field(index=True)
     unit: str = "s"
     higher_is_better: bool = False
