@@ -61,8 +61,8 @@ class Filters:
 
 def choices(session: Session) -> dict[str, list[str]]:
     """The values each filter can take, from the benchmarks that exist."""
-    query = sa_select(Repository.full_name, Benchmark.suite, Benchmark.dtype, Benchmark.shape,
-                      Benchmark.device_class).join(Repository, col(Benchmark.repository_id) == col(Repository.id))
+    query = sa_select(col(Repository.full_name), col(Benchmark.suite), col(Benchmark.dtype), col(Benchmark.shape),
+                      col(Benchmark.device_class)).join(Repository, col(Benchmark.repository_id) == col(Repository.id))
     rows = session.execute(query.distinct()).all()
     fields = ("repo", "suite", "dtype", "shape", "device")
     return {field: sorted({str(row[i]) for row in rows if row[i]}) for i, field in enumerate(fields)}
