@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, HTTPException, Path, Query
 from pydantic import BaseModel, Field
 from sqlmodel import select
 
@@ -21,9 +21,22 @@ from service.models import (
     Run,
     SuiteExecution,
     TestOutcome,
+    TriageState,
 )
 
 router = APIRouter(prefix="/api", tags=["api"])
+
+# Row ids are 64-bit; a larger number is a bad request (422), not a database overflow.
+RowId = Annotated[int, Path(ge=0, le=2**63 - 1)]
+
+# Documented so clients (and the property tests run against /openapi.json) know what to expect.
+NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "unknown repository or id"}}
+WRITE: dict[int | str, dict[str, Any]] = {
+    **NOT_FOUND,
+    400: {"description": "a body that cannot be parsed"},
+    401: {"description": "missing or wrong bearer token"},
+    403: {"description": "write actions are disabled: ROOFWATCH_API_TOKEN is not set"},
+}
 
 
 def _repository_id(session: SessionDep, repo: str | None) -> int | None:
@@ -40,14 +53,14 @@ def list_repositories(session: SessionDep) -> list[Repository]:
     return list(session.exec(select(Repository)).all())
 
 
-@router.get("/runs")
+@router.get("/runs", responses=NOT_FOUND)
 def list_runs(session: SessionDep, repo: str | None = None,
               limit: int = Query(50, ge=1, le=1000)) -> list[dict[str, Any]]:
     return queries.recent_runs(session, _repository_id(session, repo), limit)
 
 
-@router.get("/runs/{run_id}")
-def get_run(run_id: int, session: SessionDep) -> dict[str, Any]:
+@router.get("/runs/{run_id}", responses=NOT_FOUND)
+def get_run(run_id: RowId, session: SessionDep) -> dict[str, Any]:
     run = session.get(Run, run_id)
     if run is None:
         raise HTTPException(404, f"no run {run_id}")
@@ -68,32 +81,32 @@ def get_run(run_id: int, session: SessionDep) -> dict[str, Any]:
     }
 
 
-@router.get("/benchmarks")
+@router.get("/benchmarks", responses=NOT_FOUND)
 def list_benchmarks(session: SessionDep, repo: str | None = None) -> list[Benchmark]:
     return queries.benchmarks(session, _repository_id(session, repo))
 
 
-@router.get("/benchmarks/{benchmark_id}/series")
-def get_series(benchmark_id: int, session: SessionDep) -> dict[str, Any]:
+@router.get("/benchmarks/{benchmark_id}/series", responses=NOT_FOUND)
+def get_series(benchmark_id: RowId, session: SessionDep) -> dict[str, Any]:
     benchmark = session.get(Benchmark, benchmark_id)
     if benchmark is None:
         raise HTTPException(404, f"no benchmark {benchmark_id}")
     return {"benchmark": benchmark, "points": queries.series(session, benchmark_id)}
 
 
-@router.get("/changes")
+@router.get("/changes", responses=NOT_FOUND)
 def list_changes(session: SessionDep, repo: str | None = None) -> list[dict[str, Any]]:
     _repository_id(session, repo)
     return queries.change_rows(session, repo)
 
 
 class TriageRequest(BaseModel):
-    state: str = Field(description="new | acknowledged | expected | invalid | fixed")
-    note: str = ""
+    state: TriageState
+    note: str = Field(default="", max_length=2000)
 
 
-@router.patch("/changes/{change_id}")
-def triage_change(change_id: int, body: TriageRequest, session: SessionDep, actor: TokenDep) -> dict[str, Any]:
+@router.patch("/changes/{change_id}", responses=WRITE)
+def triage_change(change_id: RowId, body: TriageRequest, session: SessionDep, actor: TokenDep) -> dict[str, Any]:
     """Set a change's triage state (needs the API token)."""
     from service.triage import TriageError, set_state
 
@@ -107,8 +120,8 @@ def triage_change(change_id: int, body: TriageRequest, session: SessionDep, acto
     return next(row for row in queries.change_rows(session) if row["id"] == change_id)
 
 
-@router.get("/comparisons/{comparison_id}")
-def get_comparison(comparison_id: int, session: SessionDep) -> dict[str, Any]:
+@router.get("/comparisons/{comparison_id}", responses=NOT_FOUND)
+def get_comparison(comparison_id: RowId, session: SessionDep) -> dict[str, Any]:
     """An A/B comparison: verdict and per-benchmark results with their per-round values."""
     from service.comparisons import results_of
 

@@ -6,7 +6,7 @@ Units: times in seconds, bandwidth in bytes/s, throughput in FLOP/s, sizes in by
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, get_args
 
 from sqlalchemy import JSON, Column, UniqueConstraint
 from sqlmodel import Field, SQLModel
@@ -20,7 +20,8 @@ RUN_STATES = ("queued", "running", "succeeded", "failed", "errored", "cancelled"
 TERMINAL_STATES = frozenset({"succeeded", "failed", "errored", "cancelled", "skipped"})
 TRIGGERS = ("push", "pull_request", "manual", "bisect", "schedule")
 CHANGE_KINDS = ("perf-regression", "perf-improvement", "correctness-failure", "numerics-drift")
-TRIAGE_STATES = ("new", "acknowledged", "expected", "invalid", "fixed")
+TriageState = Literal["new", "acknowledged", "expected", "invalid", "fixed"]
+TRIAGE_STATES: tuple[str, ...] = get_args(TriageState)
 
 
 class Repository(SQLModel, table=True):

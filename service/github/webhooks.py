@@ -50,7 +50,16 @@ def _validation_message(error: ValidationError, shown: int = 3) -> str:
     return "; ".join(problems[:shown]) + more
 
 
-@router.post("/webhooks/github", status_code=202)
+RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"description": "a delivery already received (same X-GitHub-Delivery): nothing done"},
+    400: {"description": "missing event/delivery headers, a body that is not a JSON object, or a payload of the wrong shape"},
+    401: {"description": "missing or wrong X-Hub-Signature-256, or no webhook secret configured"},
+    413: {"description": "body over ROOFWATCH_WEBHOOK_MAX_BYTES"},
+    503: {"description": "the work could not be queued; redeliver later"},
+}
+
+
+@router.post("/webhooks/github", status_code=202, responses=RESPONSES)
 async def github_webhook(request: Request) -> JSONResponse:
     settings = get_settings()
     body = await _read_limited(request, settings.webhook_max_bytes)
