@@ -79,3 +79,15 @@ def test_overall_word(directions: list[str], word: str) -> None:
         else:
             pairs.append((_rounds(1.0, 0.005, 6, rng), _rounds(levels[d], 0.005, 6, rng), False))
     assert overall(verdicts(pairs)) == word
+
+
+def test_round_orders_are_balanced_in_pairs_shuffled_and_reproducible() -> None:
+    from workers.ab import round_orders
+
+    orders = round_orders(7, 10)
+    assert len(orders) == 10 and round_orders(7, 10) == orders
+    for i in range(0, 10, 2):  # each pair of rounds puts each side first once
+        assert {orders[i], orders[i + 1]} == {("base", "head"), ("head", "base")}
+    patterns = {tuple(round_orders(seed, 8)) for seed in range(20)}
+    assert len(patterns) > 4  # not the fixed A B, B A, A B, … that a periodic neighbour can align with
+    assert len(round_orders(1, 3)) == 3

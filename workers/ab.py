@@ -2,9 +2,12 @@
 
 Both commits are checked out side by side once. Round 0 runs every suite of each (so the
 comparison also knows which tests fail on which side); each later round runs only the
-benchmark suites, base and head each in a new process. The order alternates every round
-(A B, B A, A B, …) so that whatever favours the second process of a pair — a warm page
-cache, a clock that has ramped up — falls on both sides equally.
+benchmark suites, base and head each in a new process. Which side goes first is balanced
+(every two rounds hold one A B and one B A) so that whatever favours the second process of a
+pair — a warm page cache, a clock that has ramped up — falls on both sides equally, and it is
+shuffled within each pair (seeded by the comparison, so a rerun repeats it): a strict
+A B, B A, A B … puts the head in process slots 2, 3, 6, 7, …, which a neighbour that loads the
+machine every fourth process would slow every single round.
 
 After ``min_rounds`` the worker asks ``service.analysis.abtest`` (pure numbers, no database)
 whether every benchmark has a verdict; inconclusive ones get more rounds up to
@@ -14,6 +17,7 @@ whether every benchmark has a verdict; inconclusive ones get more rounds up to
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -67,6 +71,17 @@ def paired_rounds(rounds: list[RoundRecord]) -> dict[str, tuple[list[float], lis
             b.append(base[key])
             h.append(head[key])
     return pairs
+
+
+def round_orders(seed: int, rounds: int) -> list[tuple[str, str]]:
+    """Who goes first in each round: one A B and one B A in every pair of rounds, order shuffled."""
+    rng = random.Random(seed)
+    orders: list[tuple[str, str]] = []
+    while len(orders) < rounds:
+        pair = [("base", "head"), ("head", "base")]
+        rng.shuffle(pair)
+        orders += pair
+    return orders[:rounds]
 
 
 def _conclusive(rounds: list[RoundRecord]) -> bool:
@@ -124,8 +139,9 @@ def run_ab(job: ABJob, device: DeviceInfo | None = None, progress: RoundProgress
 
 def _run_rounds(job: ABJob, trees: dict[str, Path], specs: dict[str, list[SuiteSpec]], data_dir: Path,
                 rounds: list[RoundRecord], progress: RoundProgress | None) -> None:
+    orders = round_orders(job.comparison_id, job.max_rounds)
     for index in range(job.max_rounds):
-        order = ("base", "head") if index % 2 == 0 else ("head", "base")
+        order = orders[index]
         for side in order:
             wanted = specs[side] if index == 0 else [s for s in specs[side] if s.kind == "benchmark"]
             results: list[SuiteResult] = []
