@@ -110,6 +110,7 @@ def test_unknown_repositories_and_untracked_branches_are_recorded_and_ignored(cl
 
     with session_scope() as session:
         register(session, "Codertocat/Hello-World", "/nonexistent", default_branch="main")
+    push["repository"]["default_branch"] = "main"
     untracked = deliver(client, "push", push)
     assert untracked.json()["outcome"] == "ignored" and "not tracked" in untracked.json()["detail"]
     tag = deliver(client, "push", example(shared_corpus, "push/payload.json"))

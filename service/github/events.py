@@ -82,8 +82,9 @@ def _route_push(push: PushEvent, repository: Repository, settings: Settings) -> 
     branch = push.ref.removeprefix("refs/heads/")
     if push.deleted:
         return Decision(False, f"branch {branch} was deleted")
-    tracked = branch == repository.default_branch or any(fnmatch.fnmatchcase(branch, p)
-                                                         for p in settings.push_branches)
+    # GitHub's own word on the default branch wins over a registration that guessed "main".
+    defaults = {repository.default_branch, push.repository.default_branch}
+    tracked = branch in defaults or any(fnmatch.fnmatchcase(branch, p) for p in settings.push_branches)
     if not tracked:
         return Decision(False, f"branch {branch} is not tracked (default branch {repository.default_branch}; "
                                "more with ROOFWATCH_PUSH_BRANCHES)")
