@@ -2,59 +2,231 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from html import escape
 from typing import Any
 
-import plotly.graph_objects as go
+import plotly.io as pio
 
-from service.models import Benchmark
+from dashboard.metrics import Metric
 
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
 
 
-def _time_unit(values: list[float]) -> tuple[float, str]:
-    """Scale seconds to the unit that reads best for these values."""
-    largest = max(values, default=0.0)
-    for scale, unit in ((1.0, "s"), (1e3, "ms"), (1e6, "µs")):
-        if largest * scale >= 1.0:
-            return scale, unit
-    return 1e9, "ns"
+# Plotly's SVG renderer slows down past ~1,000 points per chart; WebGL does not.
+WEBGL_ABOVE = 1_000
+# Points a chart draws per series at most; longer series are decimated server-side.
+MAX_POINTS = 1_500
+CHANGE_COLORS = {"perf-regression": "#d62728", "perf-improvement": "#2ca02c",
+                 "correctness-failure": "#9467bd", "numerics-drift": "#ff7f0e"}
+TRIAGED = ("expected", "invalid", "fixed")
+# Series colours: Plotly's palette without its reds and greens, which mark regressions and improvements.
+SERIES_COLORS = ("#636efa", "#ab63fa", "#ffa15a", "#19d3f3", "#8c564b", "#ff97ff", "#fecb52", "#7f7f7f")
 
 
-def trend(benchmark: Benchmark, points: list[dict[str, Any]], changes: list[dict[str, Any]]) -> dict[str, Any]:
-    """Median time per commit with its IQR, % of roofline on a second axis, changes marked."""
-    scale, unit = _time_unit([p["median"] for p in points])
-    labels = [p["sha"][:8] for p in points]
-    hover = [
-        f"{p['sha'][:12]}<br>{(p['title'] or '')[:60]}<br>{p['author']}<br>"
-        f"median {p['median'] * scale:.4g} {unit} (n={p['n']})"
-        for p in points
-    ]
-    figure = go.Figure()
-    figure.add_trace(go.Scatter(
-        x=labels, y=[p["median"] * scale for p in points], mode="lines+markers", name="median",
-        error_y={"type": "data", "array": [p["iqr"] * scale / 2 for p in points], "visible": True},
-        hovertext=hover, hoverinfo="text", customdata=[p["run_id"] for p in points],
-    ))
-    if any(p["roofline_fraction"] is not None for p in points):
-        figure.add_trace(go.Scatter(
-            x=labels, y=[None if p["roofline_fraction"] is None else 100 * p["roofline_fraction"] for p in points],
-            mode="lines", name="% of roofline", yaxis="y2", line={"dash": "dot"},
-        ))
-    by_sha = {p["sha"]: i for i, p in enumerate(points)}
+def sparkline_svg(values: Sequence[float | None], width: int = 120, height: int = 26,
+                  stroke: str = "#3b6fb6") -> str:
+    """An inline SVG polyline of ``values`` (oldest first), the latest point dotted; gaps skipped.
+
+    Plain markup, no script: a table of a thousand rows stays cheap to render.
+    """
+    known = [(i, v) for i, v in enumerate(values) if v is not None]
+    head = (f'<svg class="spark" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" role="img" aria-label="{len(known)} points">')
+    if not known:
+        return head + "</svg>"
+    low, high = min(v for _, v in known), max(v for _, v in known)
+    span = (high - low) or 1.0
+    step = (width - 4) / max(len(values) - 1, 1)
+
+    def xy(i: int, v: float) -> tuple[float, float]:
+        # 2 px inset so the end dot is not clipped; a flat series sits in the middle.
+        y = height / 2 if high == low else 2 + (height - 4) * (high - v) / span
+        return 2 + i * step, y
+
+    coords = [xy(i, v) for i, v in known]
+    line = " ".join(f"{x:.1f},{y:.1f}" for x, y in coords)
+    x, y = coords[-1]
+    return (head + f'<polyline fill="none" stroke="{stroke}" stroke-width="1.5" points="{line}"/>'
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2" fill="{stroke}"/></svg>')
+
+
+def decimate(values: Sequence[float | None], keep: Collection[int] = (), max_points: int = MAX_POINTS) -> list[int]:
+    """Indices of the points to draw, at most ``max_points`` (unless ``keep`` alone is more).
+
+    Min and max of equal-width buckets: unlike averaging or striding, a spike or a step — what a
+    regression looks like — survives. The ends and ``keep`` (the commits where changes are marked)
+    are always drawn.
+    """
+    count = len(values)
+    if count <= max_points:
+        return list(range(count))
+    chosen = {0, count - 1} | {i for i in keep if 0 <= i < count}
+    buckets = max(max_points - len(chosen), 0) // 2
+    for bucket in range(buckets):
+        start, stop = bucket * count // buckets, (bucket + 1) * count // buckets
+        known = [(v, i) for i, v in enumerate(values[start:stop], start) if v is not None]
+        if known:
+            chosen.update((min(known)[1], max(known)[1]))
+    return sorted(chosen)
+
+
+@dataclass(frozen=True)
+class Series:
+    """One line on the benchmark chart: its points (oldest first) and their values in base units."""
+
+    name: str
+    benchmark_id: int
+    points: list[dict[str, Any]]
+    values: list[float | None]
+    baseline: bool = False
+
+
+@dataclass(frozen=True)
+class Drawn:
+    name: str
+    drawn: int
+    measured: int
+
+
+def commit_axis(series: Sequence[Series]) -> list[dict[str, Any]]:
+    """Every commit any series measured, oldest first: the shared x axis (x = position)."""
+    commits: dict[int, dict[str, Any]] = {}
+    for s in series:
+        for p in s.points:
+            commits.setdefault(p["commit_id"], p)
+    # Dateless commits first, as the queries order them.
+    return sorted(commits.values(), key=lambda p: (p["committed_at"] is not None, p["committed_at"] or 0,
+                                                   p["commit_id"]))
+
+
+def _hover(point: dict[str, Any], label: str) -> str:
+    # Plotly reads hover text as HTML-ish markup: an author's "<me@example.com>" must stay text.
+    title = escape((point["title"] or "")[:80], quote=False)
+    author = escape(point["author"] or "", quote=False)
+    return f"<b>{point['sha'][:12]}</b> {title}<br>{author}<br>{escape(label, quote=False)}"
+
+
+def _series_traces(s: Series, x_of: dict[int, int], keep_commits: set[int], metric: Metric,
+                   max_points: int, color: str) -> tuple[list[dict[str, Any]], Drawn]:
+    """The series' trace in the upper panel, and its % of roofline trace for the lower one if it has any."""
+    keep = [i for i, p in enumerate(s.points) if p["commit_id"] in keep_commits]
+    shown = decimate(s.values, keep, max_points)
+    points = [s.points[i] for i in shown]
+    ys = [None if (v := s.values[i]) is None else v * metric.scale for i in shown]
+    common: dict[str, Any] = {
+        "type": "scattergl" if len(shown) > WEBGL_ABOVE else "scatter",
+        "x": [x_of[p["commit_id"]] for p in points], "customdata": [p["run_id"] for p in points],
+        "legendgroup": s.name, "mode": "lines+markers" if len(shown) <= 300 else "lines",
+        # One colour per series in both panels, so its % of roofline reads as the same line.
+        "line": {"color": color, "dash": "dash" if s.baseline else "solid"},
+    }
+    traces = [{**common, "name": s.name, "y": ys, "xaxis": "x", "yaxis": "y", "hoverinfo": "text", "hovertext": [
+        _hover(p, f"{s.name}: {y:.4g} {metric.unit}" if y is not None else s.name) for p, y in zip(points, ys)]}]
+    roofline = [None if p["roofline_fraction"] is None else 100 * p["roofline_fraction"] for p in points]
+    if any(r is not None for r in roofline):
+        # The commit is in the upper panel's hover; repeating it per point here would double the page.
+        traces.append({**common, "name": f"{s.name} % roofline", "y": roofline, "showlegend": False,
+                       "xaxis": "x2", "yaxis": "y2",
+                       "hovertemplate": f"%{{y:.1f}} % of roofline<extra>{escape(s.name, quote=False)}</extra>"})
+    return traces, Drawn(s.name, len(shown), len(s.points))
+
+
+def _change_label(change: dict[str, Any], devices: int) -> str:
+    pct = "" if change["change_pct"] is None else f" {change['change_pct']:+.1f}%"
+    where = f" on {change['device_class']}" if devices > 1 else ""
+    state = f" · {change['state']}" if change["state"] in TRIAGED else ""
+    return f"{change['kind']}{pct}{where}{state}"
+
+
+def _change_marks(series: Sequence[Series], changes: Sequence[dict[str, Any]], x_of: dict[int, int],
+                  metric: Metric) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Per change at its first bad commit: a vertical line over both panels (dotted once triaged), a
+    label, and a marker on its point. Returns (shapes, annotations, marker traces)."""
+    devices = len({c["device_class"] for c in changes})
+    by_point = {(s.benchmark_id, p["commit_id"]): (p, v) for s in series for p, v in zip(s.points, s.values)}
+    shapes, annotations = [], []
+    marks: dict[str, list[Any]] = {"x": [], "y": [], "hovertext": [], "customdata": [], "color": [], "symbol": []}
     for change in changes:
-        if change["commit"] in by_sha:
-            index = by_sha[change["commit"]]
-            color = "#2ca02c" if change["kind"] == "perf-improvement" else "#d62728"
-            figure.add_vline(x=index, line={"color": color, "dash": "dash"})
-            figure.add_annotation(x=labels[index], y=1, yref="paper", showarrow=False,
-                                  text=f"{change['change_pct']:+.0f}%" if change["change_pct"] is not None
-                                  else change["kind"], font={"color": color})
-    figure.update_layout(
-        margin={"l": 50, "r": 50, "t": 10, "b": 40}, height=280, showlegend=False,
-        xaxis={"title": "commit", "type": "category"},
-        yaxis={"title": f"time ({unit}, lower is better)", "rangemode": "tozero"},
-        yaxis2={"title": "% of roofline", "overlaying": "y", "side": "right", "rangemode": "tozero",
-                "showgrid": False},
-        template="plotly_white",
-    )
-    return figure.to_plotly_json()
+        x = x_of.get(change["commit_id"]) if change["commit_id"] is not None else None
+        if x is None:
+            continue
+        color = CHANGE_COLORS.get(change["kind"], "#555")
+        triaged = change["state"] in TRIAGED
+        label = _change_label(change, devices)
+        shapes.append({"type": "line", "x0": x, "x1": x, "xref": "x", "y0": 0, "y1": 1, "yref": "paper",
+                       "line": {"color": color, "width": 1, "dash": "dot" if triaged else "dash"},
+                       "opacity": 0.5 if triaged else 0.9})
+        annotations.append({"x": x, "y": 1, "xref": "x", "yref": "paper", "yanchor": "bottom", "showarrow": False,
+                            "text": label, "font": {"color": color, "size": 11}, "opacity": 0.6 if triaged else 1.0})
+        point, value = by_point.get((change["benchmark_id"], change["commit_id"]), (None, None))
+        if point is None or value is None:
+            continue
+        for key, item in (("x", x), ("y", value * metric.scale), ("hovertext", _hover(point, label)),
+                          ("customdata", point["run_id"]), ("color", color),
+                          ("symbol", "circle-open" if triaged else "x")):
+            marks[key].append(item)
+    traces = [{
+        "type": "scatter", "name": "detected changes", "mode": "markers", "hoverinfo": "text", "xaxis": "x",
+        "yaxis": "y", "x": marks["x"], "y": marks["y"], "hovertext": marks["hovertext"],
+        "customdata": marks["customdata"],
+        "marker": {"color": marks["color"], "symbol": marks["symbol"], "size": 12, "line": {"width": 2}},
+    }] if marks["x"] else []
+    return shapes, annotations, traces
+
+
+def _ticks(commits: Sequence[dict[str, Any]], most: int = 12) -> tuple[list[int], list[str]]:
+    step = max(1, -(-len(commits) // most))
+    positions = list(range(0, len(commits), step))
+    return positions, [commits[i]["sha"][:7] for i in positions]
+
+
+@lru_cache(maxsize=1)
+def _template() -> dict[str, Any]:
+    template: dict[str, Any] = pio.templates["plotly_white"].to_plotly_json()
+    return template
+
+
+def _axes(panels: int, commits: Sequence[dict[str, Any]], metric: Metric) -> dict[str, Any]:
+    """Stacked panels (upper 68 %) sharing one commit axis: zooming one zooms both."""
+    tickvals, ticktext = _ticks(commits)
+    commit_axis = {"tickvals": tickvals, "ticktext": ticktext, "range": [-0.5, max(len(commits) - 0.5, 0.5)]}
+    bottom = {**commit_axis, "title": {"text": "commit (oldest → newest)"}}
+    if panels == 1:
+        return {"xaxis": {**bottom, "anchor": "y"},
+                "yaxis": {"anchor": "x", "title": {"text": metric.axis_title}, "rangemode": "tozero"}}
+    return {
+        "xaxis": {**commit_axis, "anchor": "y", "matches": "x2", "showticklabels": False},
+        "xaxis2": {**bottom, "anchor": "y2"},
+        "yaxis": {"anchor": "x", "domain": [0.345, 1.0], "title": {"text": metric.axis_title}, "rangemode": "tozero"},
+        "yaxis2": {"anchor": "x2", "domain": [0.0, 0.295], "title": {"text": "% of roofline"}, "rangemode": "tozero"},
+    }
+
+
+def benchmark_figure(series: Sequence[Series], changes: Sequence[dict[str, Any]], metric: Metric,
+                     max_points: int | None = None) -> tuple[dict[str, Any], list[Drawn]]:
+    """Two panels on one commit axis — the metric per series, % of roofline below — changes marked.
+
+    Without any % of roofline (no device peaks known) the lower panel would be an empty box, so the
+    figure is the upper panel alone. Points carry their run id as ``customdata`` so a click can open
+    the run. Built as plain dicts: graph_objects would validate every array element, about 100 ms
+    for a few series of 1,500 points, on each request.
+    """
+    commits = commit_axis(series)
+    x_of = {c["commit_id"]: i for i, c in enumerate(commits)}
+    keep_commits = {c["commit_id"] for c in changes if c["commit_id"] is not None}
+    colors = [SERIES_COLORS[i % len(SERIES_COLORS)] for i in range(len(series))]
+    built = [_series_traces(s, x_of, keep_commits, metric, max_points or MAX_POINTS, color)
+             for s, color in zip(series, colors)]
+    panels = 2 if any(len(traces) > 1 for traces, _ in built) else 1
+    shapes, annotations, marks = _change_marks(series, changes, x_of, metric)
+    layout = {
+        "height": 560 if panels == 2 else 400, "margin": {"l": 60, "r": 20, "t": 30, "b": 50},
+        "hovermode": "closest", "template": _template(), "legend": {"orientation": "h", "y": -0.12},
+        "meta": {"commits": len(commits)}, "shapes": shapes, "annotations": annotations,
+        **_axes(panels, commits, metric),
+    }
+    data = [trace for traces, _ in built for trace in traces] + marks
+    return {"data": data, "layout": layout}, [counts for _, counts in built]

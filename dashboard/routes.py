@@ -1,6 +1,7 @@
 """Dashboard pages: each lives in ``dashboard/pages``; this module mounts them and plotly.js.
 
-Pages are read-only: they query through ``service.queries`` and ``dashboard.queries``.
+Pages only read (the changes page's triage buttons write through the token-guarded JSON API):
+they query through ``service.queries``, ``dashboard.queries`` and ``dashboard.roofline_queries``.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ import plotly
 from fastapi import FastAPI
 from fastapi.responses import FileResponse
 
-from dashboard.pages import compare, overview, run
+from dashboard.pages import benchmark, changes, compare, overview, roofline, run
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-PAGES = (overview, run, compare)
+PAGES = (overview, run, compare, benchmark, roofline, changes)
 
 
 def mount(app: FastAPI) -> None:

@@ -17,8 +17,12 @@ def fraction_of_roofline(peaks: Peaks, flops: float, bytes_moved: float, seconds
                          dtype: str) -> float:
     """Roofline fraction for one call; raises ``RooflineError`` above 1 (a harness error).
 
-    A dtype without its own compute roof is held to the fp32 one: the slowest roof the
-    device has, so the fraction is never flattered.
+    A dtype without its own compute roof is held to the fp32 one (``compute_roof``): the
+    slowest roof the device has, so the fraction is never flattered.
     """
-    peak = peaks.flops.get(dtype) or peaks.flops.get("fp32") or min(peaks.flops.values())
-    return roofline_fraction(flops, bytes_moved, seconds, peak, peaks.bandwidth)
+    return roofline_fraction(flops, bytes_moved, seconds, compute_roof(peaks, dtype), peaks.bandwidth)
+
+
+def compute_roof(peaks: Peaks, dtype: str) -> float:
+    """The peak FLOP/s a ``dtype`` kernel is held to: its own roof, else fp32's, else the lowest one."""
+    return peaks.flops.get(dtype) or peaks.flops.get("fp32") or min(peaks.flops.values())

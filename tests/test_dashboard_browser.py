@@ -55,21 +55,33 @@ def page():  # type: ignore[no-untyped-def]
         browser.close()
 
 
-def test_overview_charts_render_and_lead_to_runs(server: str, page) -> None:  # type: ignore[no-untyped-def]
+def test_overview_and_benchmark_render_and_lead_to_runs(server: str, page) -> None:  # type: ignore[no-untyped-def]
     ARTIFACTS.mkdir(exist_ok=True)
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.goto(server + "/")
-    page.wait_for_selector(".chart .main-svg")
-    charts = page.locator(".chart.js-plotly-plot")
-    assert charts.count() == 2
-    # Every chart plots one point per measured commit.
-    points = page.evaluate(
-        "() => [...document.querySelectorAll('.chart.js-plotly-plot')].map(el => el.data[0].y.length)"
+    # The overview is a table with an SVG sparkline per benchmark, one vertex per measured commit.
+    assert page.locator("#benchmarks svg.spark").count() == 2
+    vertices = page.evaluate(
+        "() => [...document.querySelectorAll('#benchmarks svg.spark polyline')].map(p => p.points.numberOfItems)"
     )
-    assert points == [3, 3]
+    assert vertices == [3, 3]
     page.screenshot(path=str(ARTIFACTS / "overview.png"), full_page=True)
 
+    page.locator("#benchmarks a[href^='/benchmarks/']").first.click()
+    page.wait_for_selector("#benchmark-chart .main-svg")
+    # The benchmark chart plots one point per measured commit.
+    assert page.evaluate("() => document.getElementById('benchmark-chart').data[0].y.length") == 3
+    page.screenshot(path=str(ARTIFACTS / "benchmark.png"), full_page=True)
+
+    # Clicking a point opens the run that measured it.
+    box = page.locator("#benchmark-chart .scatterlayer .trace .points path").last.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_url("**/runs/*")
+    page.wait_for_selector("#suites")
+
+    page.goto(server + "/")
     page.locator("#runs a").first.click()
     page.wait_for_selector("#suites")
     assert page.locator("#suites tr").count() == 3  # header + two suites

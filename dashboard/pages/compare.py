@@ -1,27 +1,74 @@
-"""Compare: what PR statuses and comments link to — the A/B verdict per benchmark, with its rounds."""
+"""Compare: what PR statuses and comments link to — the A/B verdict per benchmark, with its rounds.
+
+Below the verdict table, the per-round values each verdict rests on: for the benchmarks that
+moved or could not be decided, and for any other one asked for with ``?show=<benchmark id>``.
+"""
 
 from __future__ import annotations
 
-from fastapi import FastAPI, HTTPException, Request
+import json
+from typing import Annotated, Any
+
+from fastapi import FastAPI, HTTPException, Path, Query, Request
 from fastapi.responses import HTMLResponse
 
-from dashboard.common import TEMPLATES
-from service.comparisons import comparison_report
+from dashboard.common import TEMPLATES, script_json
+from dashboard.distribution_chart import distribution_figure
+from dashboard.figures import PLOT_CONFIG
+from service.comparisons import comparison_report, results_of
 from service.deps import SessionDep
 from service.models import Commit, Comparison, Repository, Run
+
+# Drawn without being asked: the verdicts a reader wants explained. Capped so that a comparison
+# of a thousand noisy benchmarks does not make the browser draw a thousand charts.
+EXPLAINED = ("regression", "improvement", "inconclusive")
+MAX_DEFAULT_CHARTS = 40
+
+
+def _rows(session: SessionDep, comparison_id: int) -> list[dict[str, Any]]:
+    """One row per benchmark, moved and larger changes first (the keys ``comparison_report`` uses, plus ids)."""
+    rows = [{**result.model_dump(), "benchmark": benchmark.name, "suite": benchmark.suite, "unit": benchmark.unit,
+             "higher_is_better": benchmark.higher_is_better, "dtype": benchmark.dtype, "shape": benchmark.shape,
+             "rounds": len(result.base_values)}
+            for result, benchmark in results_of(session, comparison_id)]
+    return sorted(rows, key=lambda r: (r["direction"] not in ("regression", "improvement"), -abs(r["change_pct"])))
+
+
+def _charted(rows: list[dict[str, Any]], requested: list[int]) -> list[int]:
+    """Benchmark ids to chart: those asked for, then moved and inconclusive ones up to the cap."""
+    chosen = list(dict.fromkeys(requested))
+    for row in rows:
+        if len(chosen) >= MAX_DEFAULT_CHARTS + len(requested):
+            break
+        if row["direction"] in EXPLAINED and row["benchmark_id"] not in chosen:
+            chosen.append(row["benchmark_id"])
+    return chosen
 
 
 def register(app: FastAPI) -> None:
     @app.get("/compare/{comparison_id}", response_class=HTMLResponse, include_in_schema=False)
-    def compare_page(comparison_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+    def compare_page(
+        comparison_id: Annotated[int, Path(ge=0, le=2**63 - 1)], request: Request, session: SessionDep,
+        show: Annotated[list[int] | None, Query(description="benchmark ids whose rounds to chart as well")] = None,
+    ) -> HTMLResponse:
         comparison = session.get(Comparison, comparison_id)
         if comparison is None:
             raise HTTPException(404, f"no comparison {comparison_id}")
         report = comparison_report(session, comparison_id)
-        rows = sorted(report["benchmarks"], key=lambda r: (r["direction"] not in ("regression", "improvement"),
-                                                           -abs(r["change_pct"] or 0.0)))
+        rows = _rows(session, comparison_id)
+        by_id = {row["benchmark_id"]: row for row in rows}
+        missing = [b for b in show or [] if b not in by_id]
+        if missing:
+            raise HTTPException(404, f"benchmark {missing[0]} is not part of comparison {comparison_id}")
+        charts: list[dict[str, Any]] = [{
+            "row": by_id[b],
+            "figure": script_json(distribution_figure(by_id[b]["base_values"], by_id[b]["head_values"],
+                                                      by_id[b]["unit"], by_id[b]["higher_is_better"])),
+        } for b in _charted(rows, show or [])]
         return TEMPLATES.TemplateResponse(request, "compare.html", {
-            "comparison": comparison, "report": report, "rows": rows,
+            "comparison": comparison, "report": report, "rows": rows, "charts": charts,
+            "charted": {c["row"]["benchmark_id"] for c in charts}, "max_charts": MAX_DEFAULT_CHARTS,
+            "config": json.dumps(PLOT_CONFIG),
             "repository": session.get(Repository, comparison.repository_id),
             "run": session.get(Run, comparison.run_id) if comparison.run_id else None,
             "base": session.get(Commit, comparison.base_commit_id),

@@ -1,40 +1,74 @@
-"""Overview: repositories, open changes, a trend per benchmark, recent runs."""
+"""Overview: repositories and their verdicts, open changes, a table of benchmark trends, recent runs.
+
+Built to stay fast with a thousand benchmarks over thousands of commits: benchmarks are paged,
+and a page's trends come from one windowed query for its last ``SPARK_POINTS`` points each.
+"""
 
 from __future__ import annotations
 
-import json
+from typing import Annotated, Any
+from urllib.parse import urlencode
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Query, Request
 from fastapi.responses import HTMLResponse
-from sqlmodel import select
 
-from dashboard.common import TEMPLATES, figure_json
-from dashboard.figures import PLOT_CONFIG, trend
+from dashboard import metrics
+from dashboard import queries as dq
+from dashboard.common import TEMPLATES
+from dashboard.figures import sparkline_svg
+from dashboard.filters import Filters, FiltersDep, choices
 from service import queries
 from service.deps import SessionDep
-from service.models import Repository
+from service.models import Benchmark
+
+SPARK_POINTS = 30
+PER_PAGE = 100  # rows of benchmarks per page: one windowed query of 100 × 30 points
+OPEN_CHANGES_SHOWN = 50
+RECENT_RUNS = 20
+
+
+def benchmark_row(benchmark: Benchmark, points: list[dict[str, Any]]) -> dict[str, Any]:
+    """One table row: the sparkline, latest value and trend, all in the benchmark's own metric."""
+    kind = metrics.kind_of(benchmark)
+    series = metrics.values(kind, metrics.work_of(benchmark, kind), points)
+    latest = points[-1] if points else None
+    delta = metrics.trend_pct(series)
+    return {
+        "benchmark": benchmark, "points": len(points), "sparkline": sparkline_svg(series),
+        "latest": metrics.human(kind, series[-1] if series else None, benchmark.unit),
+        "latest_run": latest["run_id"] if latest else None,
+        "roofline": None if latest is None or latest["roofline_fraction"] is None
+        else 100 * latest["roofline_fraction"],
+        "trend": delta, "trend_class": metrics.trend_class(delta, metrics.higher_is_better(kind, benchmark)),
+    }
+
+
+def changes_links(filters: Filters) -> dict[str, str]:
+    """Links into the changes page, which filters by repository and state (not by benchmark fields)."""
+    repo = [("repo", filters.repo)] if filters.repo else []
+    return {"open": "/changes?" + urlencode([*repo, *(("state", s) for s in dq.OPEN_STATES)]),
+            "any": "/changes" + ("?" + urlencode(repo) if repo else "")}
 
 
 def register(app: FastAPI) -> None:
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    def overview(request: Request, session: SessionDep, repo: str | None = None) -> HTMLResponse:
-        repositories = list(session.exec(select(Repository)).all())
-        selected = next((r for r in repositories if r.full_name == repo), None)
-        changes = queries.change_rows(session, selected.full_name if selected else None)
-        charts = []
-        for benchmark in queries.benchmarks(session, selected.id if selected else None):
-            points = queries.series(session, benchmark.id)  # type: ignore[arg-type]
-            if not points:
-                continue
-            mine = [c for c in changes if c["benchmark"] == benchmark.name and c["device_class"] == benchmark.device_class]
-            latest = points[-1]
-            charts.append({
-                "benchmark": benchmark, "latest": latest, "count": len(points),
-                "figure": figure_json(trend(benchmark, points, mine)),
-            })
+    def overview(request: Request, session: SessionDep, filters: FiltersDep,
+                 page: Annotated[int, Query(ge=1, le=100_000)] = 1,
+                 per_page: Annotated[int, Query(ge=1, le=500)] = PER_PAGE) -> HTMLResponse:
+        benchmarks, total = dq.benchmark_page(session, filters, page, per_page)
+        points = dq.recent_points(session, [b.id for b in benchmarks if b.id is not None], SPARK_POINTS)
+        changes, open_total = dq.open_changes(session, filters, OPEN_CHANGES_SHOWN)
+        repo_id = dq.repository_id(session, filters.repo) if filters.repo else None
+        pages = max(1, -(-total // per_page))
         return TEMPLATES.TemplateResponse(request, "overview.html", {
-            "repositories": repositories, "selected": selected, "charts": charts,
-            "runs": queries.recent_runs(session, selected.id if selected else None, 20),
-            "changes": [c for c in changes if c["state"] in ("new", "acknowledged")],
-            "config": json.dumps(PLOT_CONFIG),
+            "filters": filters, "choices": choices(session),
+            "repositories": dq.repository_heads(session, filters),
+            "changes": changes, "open_total": open_total, "changes_links": changes_links(filters),
+            "rows": [benchmark_row(b, points.get(b.id, [])) for b in benchmarks if b.id is not None],
+            "total": total, "page": page, "pages": pages, "per_page": per_page,
+            # Page links carry per_page only when it is not the default, to keep URLs short.
+            "paging": {} if per_page == PER_PAGE else {"per_page": str(per_page)},
+            "spark_points": SPARK_POINTS,
+            # An unknown repository selects nothing rather than everything.
+            "runs": [] if filters.repo and repo_id is None else queries.recent_runs(session, repo_id, RECENT_RUNS),
         })

@@ -1,0 +1,125 @@
+"""Which number a benchmark is read as, and how to print it: pure functions, no database.
+
+A benchmark that declares the work it does (``flops`` / ``bytes``) is shown as throughput, where
+higher is better and numbers compare across shapes; otherwise as its raw median (time, lower is
+better unless the benchmark says otherwise).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import median
+from typing import Any, Literal
+
+from service.models import Benchmark
+
+Kind = Literal["flops", "bytes", "time", "raw"]
+
+# Below ~10 FLOP/byte a kernel is memory-bound on every current GPU (ridge points run from ~10
+# FLOP/byte for fp32 to ~300 for bf16 tensor cores), so bandwidth is the number that says how good
+# it is; above, FLOP/s is.
+MEMORY_BOUND_INTENSITY = 10.0
+# The trend compares the latest value with the median of this many before it.
+TREND_WINDOW = 10
+# A trend smaller than this is not coloured: run-to-run noise is routinely that large.
+TREND_NOISE_PCT = 1.0
+
+_LADDERS: dict[Kind, tuple[tuple[float, str], ...]] = {
+    "flops": ((1e12, "TFLOP/s"), (1e9, "GFLOP/s"), (1e6, "MFLOP/s"), (1e3, "kFLOP/s"), (1.0, "FLOP/s")),
+    "bytes": ((1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s"), (1e3, "kB/s"), (1.0, "B/s")),
+    "time": ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")),
+}
+
+
+@dataclass(frozen=True)
+class Metric:
+    """How values of one kind are displayed: ``value * scale`` in ``unit``."""
+
+    kind: Kind
+    unit: str
+    scale: float
+    higher_is_better: bool
+
+    @property
+    def axis_title(self) -> str:
+        name = {"flops": "throughput", "bytes": "bandwidth", "time": "time", "raw": "value"}[self.kind]
+        better = "higher" if self.higher_is_better else "lower"
+        return f"{name} ({self.unit}, {better} is better)"
+
+
+def kind_of(benchmark: Benchmark) -> Kind:
+    if benchmark.unit != "s":
+        return "raw"
+    if benchmark.flops and benchmark.bytes:
+        return "flops" if benchmark.flops / benchmark.bytes >= MEMORY_BOUND_INTENSITY else "bytes"
+    if benchmark.flops:
+        return "flops"
+    if benchmark.bytes:
+        return "bytes"
+    return "time"
+
+
+def work_of(benchmark: Benchmark, kind: Kind, fallback: Benchmark | None = None) -> float | None:
+    """FLOPs or bytes per call; a baseline that declares none borrows the kernel's (same operation)."""
+    if kind not in ("flops", "bytes"):
+        return None
+    own = benchmark.flops if kind == "flops" else benchmark.bytes
+    if own or fallback is None:
+        return own
+    return fallback.flops if kind == "flops" else fallback.bytes
+
+
+def values(kind: Kind, work: float | None, points: Sequence[dict[str, Any]]) -> list[float | None]:
+    """Each point's value in base units (FLOP/s, B/s, s) from its median time."""
+    if kind in ("time", "raw"):
+        return [p["median"] for p in points]
+    return [work / p["median"] if work and p["median"] > 0 else None for p in points]
+
+
+def higher_is_better(kind: Kind, benchmark: Benchmark) -> bool:
+    return kind in ("flops", "bytes") or (kind == "raw" and benchmark.higher_is_better)
+
+
+def _scale(kind: Kind, largest: float) -> tuple[float, str]:
+    ladder = _LADDERS.get(kind)
+    if ladder is None:
+        return 1.0, ""
+    for size, unit in ladder:
+        if largest >= size:
+            return 1.0 / size, unit
+    size, unit = ladder[-1]
+    return 1.0 / size, unit
+
+
+def metric(kind: Kind, benchmark: Benchmark, observed: Sequence[float | None]) -> Metric:
+    """One unit for a whole chart, chosen so its largest value reads as a number ≥ 1."""
+    scale, unit = _scale(kind, max((v for v in observed if v is not None), default=0.0))
+    return Metric(kind, unit or benchmark.unit, scale, higher_is_better(kind, benchmark))
+
+
+def human(kind: Kind, value: float | None, raw_unit: str = "") -> str:
+    """One value in the unit that reads best for it: ``41.2 GB/s``, ``12.3 µs``."""
+    if value is None:
+        return ""
+    scale, unit = _scale(kind, abs(value))
+    return f"{value * scale:.3g} {unit or raw_unit}".strip()
+
+
+def trend_pct(series: Sequence[float | None]) -> float | None:
+    """Δ % of the latest value against the median of up to ``TREND_WINDOW`` values before it."""
+    known = [v for v in series if v is not None]
+    if len(known) < 2:
+        return None
+    reference = median(known[-TREND_WINDOW - 1:-1])
+    if reference == 0:
+        return None
+    return 100.0 * (known[-1] - reference) / abs(reference)
+
+
+def trend_class(delta_pct: float | None, higher_better: bool) -> str:
+    """CSS class for a trend: worse is red, better green, within noise plain."""
+    if delta_pct is None or abs(delta_pct) < TREND_NOISE_PCT:
+        return "muted"
+    worse = delta_pct < 0 if higher_better else delta_pct > 0
+    return "dir-regression" if worse else "dir-improvement"

@@ -1,0 +1,109 @@
+"""Benchmark: one series over every commit, per device class, against its baselines, changes marked.
+
+``/benchmarks/{id}?impl=torch&impl=torch.compile`` adds those baseline implementations of the same
+test (same dtype, shape and device class) to the chart; the overview's filters ride along in the
+URL so "back to overview" returns to the same view.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+from fastapi import FastAPI, HTTPException, Query, Request
+from fastapi.responses import HTMLResponse
+
+from dashboard import figures, metrics
+from dashboard import queries as dq
+from dashboard.common import TEMPLATES, script_json
+from dashboard.figures import PLOT_CONFIG, Series, benchmark_figure
+from dashboard.filters import Filters, FiltersDep
+from service.deps import SessionDep
+from service.models import Benchmark, Repository
+
+ImplQuery = Annotated[list[str] | None, Query(description="baseline implementations to add to the chart")]
+
+
+def href(benchmark_id: int, filters: Filters, impls: list[str]) -> str:
+    params = [*filters.active.items(), *(("impl", impl) for impl in impls)]
+    return f"/benchmarks/{benchmark_id}" + ("?" + urlencode(params) if params else "")
+
+
+def impl_label(impl: str) -> str:
+    return impl or "kernel"
+
+
+def _series_name(benchmark: Benchmark, same_impl: int, with_device: bool) -> str:
+    name = impl_label(benchmark.impl)
+    if same_impl > 1:  # several parametrisations of one baseline: tell them apart
+        name += f" {benchmark.name[len(dq.test_function(benchmark.name)):]}"
+    return f"{name} · {benchmark.device_class}" if with_device else name
+
+
+def build_series(benchmark: Benchmark, devices: list[Benchmark], baselines: list[Benchmark],
+                 points: dict[int, list[dict[str, Any]]]) -> tuple[list[Series], metrics.Metric]:
+    """The chart's series, every one in the viewed benchmark's metric and one shared unit."""
+    kind = metrics.kind_of(benchmark)
+    shown = [*devices, *baselines]
+    series = []
+    for other in shown:
+        assert other.id is not None
+        rows = points.get(other.id, [])
+        values = metrics.values(kind, metrics.work_of(other, kind, fallback=benchmark), rows)
+        same_impl = sum(1 for b in baselines if b.impl == other.impl)
+        series.append(Series(_series_name(other, same_impl, with_device=len(shown) > 1), other.id, rows, values,
+                             baseline=other.impl != benchmark.impl))
+    metric = metrics.metric(kind, benchmark, [v for s in series for v in s.values])
+    return series, metric
+
+
+def _toggles(benchmark: Benchmark, filters: Filters, available: list[str], selected: list[str]) -> list[dict[str, Any]]:
+    """Links that switch baselines on and off; the chosen set lives in the URL."""
+    assert benchmark.id is not None
+    toggles = [{"label": f"{impl_label(benchmark.impl)} only", "href": href(benchmark.id, filters, []),
+                "active": not selected}]
+    for impl in available:
+        chosen = [i for i in selected if i != impl] if impl in selected else [*selected, impl]
+        toggles.append({"label": ("− " if impl in selected else "+ ") + impl_label(impl),
+                        "href": href(benchmark.id, filters, chosen), "active": impl in selected})
+    if len(available) > 1:
+        toggles.append({"label": "all baselines", "href": href(benchmark.id, filters, available),
+                        "active": selected == available})
+    return toggles
+
+
+def _filter_links(benchmark: Benchmark, repository: Repository | None) -> list[dict[str, str]]:
+    """Overview links narrowed to what this benchmark is: its suite, kernel, dtype, shape, device."""
+    repo = repository.full_name if repository else ""
+    wanted = {"suite": benchmark.suite, "kernel": dq.test_function(benchmark.name), "dtype": benchmark.dtype,
+              "shape": benchmark.shape, "device": benchmark.device_class}
+    return [{"field": field, "value": value, "href": "/" + Filters(repo=repo, **{field: value}).query_string()}
+            for field, value in wanted.items() if value]
+
+
+def register(app: FastAPI) -> None:
+    @app.get("/benchmarks/{benchmark_id}", response_class=HTMLResponse, include_in_schema=False)
+    def benchmark_page(benchmark_id: int, request: Request, session: SessionDep, filters: FiltersDep,
+                       impl: ImplQuery = None) -> HTMLResponse:
+        benchmark = session.get(Benchmark, benchmark_id)
+        if benchmark is None:
+            raise HTTPException(404, f"no benchmark {benchmark_id}")
+        devices = dq.siblings(session, benchmark)
+        others = dq.alternatives(session, benchmark)
+        available = sorted({b.impl for b in others})
+        # Unknown names are dropped, not an error: a baseline may stop being recorded.
+        selected = [i for i in available if i in (impl or [])]
+        baselines = [b for b in others if b.impl in selected]
+        shown = [b.id for b in [*devices, *baselines] if b.id is not None]
+        series, metric = build_series(benchmark, devices, baselines, dq.full_series(session, shown))
+        changes = dq.series_changes(session, shown)
+        figure, drawn = benchmark_figure(series, changes, metric)
+        repository = session.get(Repository, benchmark.repository_id)
+        return TEMPLATES.TemplateResponse(request, "benchmark.html", {
+            "benchmark": benchmark, "repository": repository, "filters": filters,
+            "devices": devices, "toggles": _toggles(benchmark, filters, available, selected),
+            "filter_links": _filter_links(benchmark, repository),
+            "figure": script_json(figure), "config": script_json(PLOT_CONFIG), "drawn": drawn,
+            "max_points": figures.MAX_POINTS, "metric": metric, "changes": changes,
+            "names": {s.benchmark_id: s.name for s in series},
+        })

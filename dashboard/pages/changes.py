@@ -1,0 +1,103 @@
+"""Changes: the triage list, and the buttons that triage (for whoever holds the API token).
+
+``/changes?state=new&state=acknowledged&kind=perf-regression&repo=acme/kernels``: each filter is
+optional and ``state``/``kind`` repeat. Without a state filter every change is listed, the ones
+still waiting for a person (new, then acknowledged) first.
+
+The buttons call ``PATCH /api/changes/{id}`` from the browser with the token the reader typed
+into the page; the token stays in that tab's ``sessionStorage``, never in a URL or a cookie,
+so this page itself needs no authentication and never sees it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import FastAPI, HTTPException, Query, Request
+from fastapi.responses import HTMLResponse
+from sqlalchemy import ColumnElement, case, func
+from sqlalchemy import select as sa_select
+from sqlmodel import Session, col, select
+
+from dashboard.common import TEMPLATES
+from service.config import get_settings
+from service.deps import SessionDep
+from service.models import CHANGE_KINDS, TRIAGE_STATES, Benchmark, Change, Commit, Repository
+
+# Waiting for a person first; what people already decided after.
+OPEN_STATES = ("new", "acknowledged")
+DEFAULT_LIMIT = 500
+
+
+@dataclass(frozen=True)
+class ChangeFilters:
+    states: tuple[str, ...]
+    kinds: tuple[str, ...]
+    repo: str
+
+    def conditions(self, with_state: bool = True) -> list[ColumnElement[bool]]:
+        found: list[ColumnElement[bool]] = []
+        if with_state and self.states:
+            found.append(col(Change.state).in_(self.states))
+        if self.kinds:
+            found.append(col(Change.kind).in_(self.kinds))
+        if self.repo:
+            found.append(col(Change.repository_id).in_(select(Repository.id).where(Repository.full_name == self.repo)))
+        return found
+
+
+def _checked(values: list[str], allowed: tuple[str, ...], name: str) -> tuple[str, ...]:
+    """The values asked for, each one of ``allowed`` (else 422); empty ones are the form's "all"."""
+    values = [v for v in values if v]
+    unknown = sorted(set(values) - set(allowed))
+    if unknown:
+        raise HTTPException(422, f"unknown {name} {', '.join(map(repr, unknown))}; one of {', '.join(allowed)}")
+    return tuple(dict.fromkeys(values))  # keep the order given, drop repeats
+
+
+def change_rows(session: Session, filters: ChangeFilters, limit: int) -> list[dict[str, Any]]:
+    """The filtered changes with their repository, benchmark and first bad commit, in one query."""
+    rank = case({state: i for i, state in enumerate(OPEN_STATES)}, value=col(Change.state), else_=len(OPEN_STATES))
+    query = (sa_select(Change, col(Repository.full_name), col(Benchmark.name), col(Benchmark.device_class),
+                       col(Benchmark.shape), col(Benchmark.dtype), col(Commit.sha))
+             .join(Repository, col(Repository.id) == col(Change.repository_id))
+             .outerjoin(Benchmark, col(Benchmark.id) == col(Change.benchmark_id))
+             .outerjoin(Commit, col(Commit.id) == col(Change.first_bad_commit_id))
+             .where(*filters.conditions())
+             .order_by(rank, col(Change.id).desc()).limit(limit))
+    return [{
+        "change": change, "repository": repository, "benchmark": name or change.test_id or "",
+        "device_class": device_class, "shape": shape, "dtype": dtype, "commit": sha,
+        "history": list(change.details.get("triage", [])),
+    } for change, repository, name, device_class, shape, dtype, sha in session.execute(query).all()]
+
+
+def state_counts(session: Session, filters: ChangeFilters) -> dict[str, int]:
+    """How many changes each triage state holds under the kind and repository filters."""
+    query = (sa_select(col(Change.state), func.count()).where(*filters.conditions(with_state=False))
+             .group_by(col(Change.state)))
+    counts = {state: int(count) for state, count in session.execute(query).all()}
+    return {state: counts.get(state, 0) for state in TRIAGE_STATES}
+
+
+def register(app: FastAPI) -> None:
+    @app.get("/changes", response_class=HTMLResponse, include_in_schema=False)
+    def changes_page(
+        request: Request, session: SessionDep,
+        state: Annotated[list[str] | None, Query(description="triage states to list; repeat for several")] = None,
+        kind: Annotated[list[str] | None, Query(description="change kinds to list; repeat for several")] = None,
+        repo: Annotated[str, Query(max_length=200)] = "",
+        limit: Annotated[int, Query(ge=1, le=5000)] = DEFAULT_LIMIT,
+    ) -> HTMLResponse:
+        filters = ChangeFilters(_checked(state or [], TRIAGE_STATES, "state"),
+                                _checked(kind or [], CHANGE_KINDS, "kind"), repo)
+        counts = state_counts(session, filters)
+        rows = change_rows(session, filters, limit)
+        return TEMPLATES.TemplateResponse(request, "changes.html", {
+            "rows": rows, "filters": filters, "counts": counts, "limit": limit,
+            "total": sum(counts[s] for s in (filters.states or TRIAGE_STATES)),
+            "states": TRIAGE_STATES, "kinds": CHANGE_KINDS,
+            "repositories": list(session.exec(select(Repository.full_name).order_by(col(Repository.full_name))).all()),
+            "writes_enabled": bool(get_settings().api_token),
+        })

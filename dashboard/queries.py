@@ -1,0 +1,255 @@
+"""Dashboard reads that have to stay fast on millions of measurements.
+
+Every function here is a fixed number of queries, however long the history and however many
+benchmarks: the overview pages benchmarks, and fetches the last points of a page's benchmarks with
+one windowed query (``row_number() over (partition by …)``: SQLite ≥ 3.25 and PostgreSQL),
+restricted to recent runs, instead of one query — or one full series — per benchmark.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from sqlalchemy import ColumnElement, func
+from sqlalchemy import select as sa_select
+from sqlmodel import Session, col, select
+
+from dashboard.filters import Filters
+from service.models import Benchmark, Change, Commit, Measurement, Repository, Run
+
+OPEN_STATES = ("new", "acknowledged")
+# Runs that measure the default branch's history. Pull-request runs measure heads that may never
+# land, so they stay off trends; bisect runs measure commits of the history, so they belong.
+HEAD_TRIGGERS = ("push", "manual", "schedule")
+# How many recent runs per wanted point the overview looks at first: room for a few device classes
+# (each measured by its own runs) and re-runs of a commit before a series falls back to its history.
+RECENT_RUNS_PER_POINT = 4
+
+
+def _newest_first() -> tuple[ColumnElement[Any], ...]:
+    # Dateless commits sort as the oldest on both databases (their NULL ordering differs).
+    return (col(Commit.committed_at).is_(None), col(Commit.committed_at).desc(), col(Run.id).desc())
+
+
+def _oldest_first() -> tuple[ColumnElement[Any], ...]:
+    return (col(Commit.committed_at).is_not(None), col(Commit.committed_at).asc(), col(Run.id).asc())
+
+
+def _trend_columns() -> tuple[Any, ...]:
+    """What a sparkline and its latest value need: no commit text to fetch for 3,000 points."""
+    return (col(Measurement.benchmark_id).label("benchmark_id"), col(Run.id).label("run_id"),
+            col(Measurement.median).label("median"), col(Measurement.roofline_fraction).label("roofline_fraction"))
+
+
+def _point_columns() -> tuple[Any, ...]:
+    return (
+        col(Measurement.benchmark_id).label("benchmark_id"), col(Run.id).label("run_id"),
+        col(Commit.id).label("commit_id"), col(Commit.sha).label("sha"), col(Commit.message).label("message"),
+        col(Commit.author).label("author"), col(Commit.committed_at).label("committed_at"),
+        col(Measurement.median).label("median"), col(Measurement.iqr).label("iqr"), col(Measurement.n).label("n"),
+        col(Measurement.roofline_fraction).label("roofline_fraction"),
+    )
+
+
+def _point(row: Any) -> dict[str, Any]:
+    point = dict(row._mapping)
+    point.pop("rank", None)
+    if "message" in point:
+        message = point.pop("message") or ""
+        point["title"] = message.splitlines()[0] if message else ""
+    return point
+
+
+def _trend_runs(query: Any) -> Any:
+    return (query.join(Run, col(Measurement.run_id) == col(Run.id))
+            .join(Commit, col(Run.commit_id) == col(Commit.id))
+            .where(col(Run.trigger) != "pull_request"))
+
+
+def benchmark_page(session: Session, filters: Filters, page: int, per_page: int) -> tuple[list[Benchmark], int]:
+    """One page of the benchmarks the filters select, and how many they select in all."""
+    total = session.exec(filters.apply(select(func.count()).select_from(Benchmark))).one()
+    query = filters.apply(select(Benchmark)).order_by(
+        col(Benchmark.suite), col(Benchmark.name), col(Benchmark.device_class), col(Benchmark.impl), col(Benchmark.id))
+    return list(session.exec(query.offset((page - 1) * per_page).limit(per_page)).all()), int(total)
+
+
+def recent_points(session: Session, benchmark_ids: Sequence[int], limit: int) -> dict[int, list[dict[str, Any]]]:
+    """The last ``limit`` points of each benchmark (oldest first), from one windowed query over measurements.
+
+    Ranking every point of a page's benchmarks reads their whole history (200,000 rows for 100
+    benchmarks × 2,000 commits). So the windowed query looks only at the newest
+    ``limit × RECENT_RUNS_PER_POINT`` trend runs of their repositories (found by a cheap query over
+    runs): a benchmark with ``limit`` points among those has its newest ``limit`` there — any other
+    point is older — so the answer is exact. Only benchmarks short of points there (new, or measured
+    on few runs) get a second windowed query, over their whole history.
+    """
+    if not benchmark_ids:
+        return {}
+    runs = _newest_runs(session, benchmark_ids, limit * RECENT_RUNS_PER_POINT)
+    points = _ranked_points(session, benchmark_ids, limit, runs)
+    short = [i for i in benchmark_ids if len(points.get(i, ())) < limit]
+    if short:
+        points.update(_ranked_points(session, short, limit))
+    return points
+
+
+def _newest_runs(session: Session, benchmark_ids: Sequence[int], count: int) -> list[int]:
+    """Ids of the newest ``count`` trend runs of each repository these benchmarks belong to.
+
+    Fetched as a list rather than nested as a subquery: the planner then knows it is a few hundred
+    runs, and probes the (benchmark, run) index for them instead of scanning whole series.
+    """
+    rank = func.row_number().over(partition_by=col(Run.repository_id), order_by=_newest_first()).label("rank")
+    repositories = sa_select(col(Benchmark.repository_id)).where(col(Benchmark.id).in_(benchmark_ids))
+    ranked = (sa_select(col(Run.id).label("id"), rank).join(Commit, col(Run.commit_id) == col(Commit.id))
+              .where(col(Run.trigger) != "pull_request", col(Run.repository_id).in_(repositories)).subquery())
+    return list(session.execute(sa_select(ranked.c.id).where(ranked.c.rank <= count)).scalars())
+
+
+def _ranked_points(session: Session, benchmark_ids: Sequence[int], limit: int,
+                   runs: list[int] | None = None) -> dict[int, list[dict[str, Any]]]:
+    rank = func.row_number().over(partition_by=col(Measurement.benchmark_id), order_by=_newest_first()).label("rank")
+    query = _trend_runs(sa_select(*_trend_columns(), rank).select_from(Measurement)).where(
+        col(Measurement.benchmark_id).in_(benchmark_ids))
+    if runs is not None:
+        query = query.where(col(Measurement.run_id).in_(runs))
+    ranked = query.subquery()
+    points: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for row in session.execute(
+            sa_select(ranked).where(ranked.c.rank <= limit).order_by(ranked.c.benchmark_id, ranked.c.rank.desc())):
+        points[row.benchmark_id].append(_point(row))
+    return dict(points)
+
+
+def full_series(session: Session, benchmark_ids: Iterable[int]) -> dict[int, list[dict[str, Any]]]:
+    """Every point of these benchmarks (oldest first), in one query."""
+    ids = list(benchmark_ids)
+    if not ids:
+        return {}
+    query = _trend_runs(sa_select(*_point_columns()).select_from(Measurement)).where(
+        col(Measurement.benchmark_id).in_(ids)).order_by(*_oldest_first())
+    points: dict[int, list[dict[str, Any]]] = {i: [] for i in ids}
+    for row in session.execute(query):
+        points[row.benchmark_id].append(_point(row))
+    return points
+
+
+def siblings(session: Session, benchmark: Benchmark) -> list[Benchmark]:
+    """The same series on every device class (this one included)."""
+    query = select(Benchmark).where(
+        Benchmark.repository_id == benchmark.repository_id, Benchmark.suite == benchmark.suite,
+        Benchmark.name == benchmark.name, Benchmark.params == benchmark.params, Benchmark.dtype == benchmark.dtype,
+        Benchmark.impl == benchmark.impl).order_by(col(Benchmark.device_class), col(Benchmark.id))
+    return list(session.exec(query).all())
+
+
+def test_function(name: str) -> str:
+    """``test_softmax[torch-4096]`` → ``test_softmax``: what a kernel and its baselines share."""
+    return name.split("[", 1)[0]
+
+
+def alternatives(session: Session, benchmark: Benchmark) -> list[Benchmark]:
+    """Other implementations of the same test on the same device class, dtype and shape."""
+    function = test_function(benchmark.name)
+    query = select(Benchmark).where(
+        Benchmark.repository_id == benchmark.repository_id, Benchmark.suite == benchmark.suite,
+        Benchmark.dtype == benchmark.dtype, Benchmark.shape == benchmark.shape,
+        Benchmark.device_class == benchmark.device_class, Benchmark.impl != benchmark.impl,
+        (col(Benchmark.name) == function) | col(Benchmark.name).startswith(function + "[", autoescape=True),
+    ).order_by(col(Benchmark.impl), col(Benchmark.name))
+    return list(session.exec(query).all())
+
+
+def series_changes(session: Session, benchmark_ids: Iterable[int]) -> list[dict[str, Any]]:
+    """Changes detected on these benchmarks, with their first bad commit when known."""
+    query = (sa_select(Change, col(Benchmark.device_class), col(Commit.sha))
+             .join(Benchmark, col(Change.benchmark_id) == col(Benchmark.id))
+             .outerjoin(Commit, col(Change.first_bad_commit_id) == col(Commit.id))
+             .where(col(Change.benchmark_id).in_(list(benchmark_ids))).order_by(col(Change.id)))
+    return [_change_row(change, device_class, sha) for change, device_class, sha in session.execute(query)]
+
+
+def _change_row(change: Change, device_class: str | None, sha: str | None) -> dict[str, Any]:
+    return {
+        "id": change.id, "benchmark_id": change.benchmark_id, "kind": change.kind, "state": change.state,
+        "commit_id": change.first_bad_commit_id, "commit": sha,
+        "range": None if sha else f"{change.range_start_sha or ''}..{change.range_end_sha or ''}",
+        "change_pct": change.change_pct, "ci_low": change.ci_low, "ci_high": change.ci_high,
+        "device_class": device_class, "test_id": change.test_id, "suite": change.suite,
+    }
+
+
+def _open_changes_query(filters: Filters) -> Any:
+    query = (sa_select(Change, col(Repository.full_name), col(Benchmark.name), col(Benchmark.device_class),
+                        col(Commit.sha))
+             .join(Repository, col(Change.repository_id) == col(Repository.id))
+             .outerjoin(Benchmark, col(Change.benchmark_id) == col(Benchmark.id))
+             .outerjoin(Commit, col(Change.first_bad_commit_id) == col(Commit.id))
+             .where(col(Change.state).in_(OPEN_STATES)))
+    if filters.repo:
+        # By the change's repository: a correctness change has no benchmark to filter on.
+        query = query.where(col(Repository.full_name) == filters.repo)
+    narrowing = replace(filters, repo="")
+    if narrowing.active:
+        query = query.where(col(Change.benchmark_id).in_(narrowing.apply(select(Benchmark.id))))
+    return query
+
+
+def open_changes(session: Session, filters: Filters, limit: int) -> tuple[list[dict[str, Any]], int]:
+    """The newest open changes the filters select (at most ``limit``), and how many there are."""
+    query = _open_changes_query(filters)
+    total = session.execute(sa_select(func.count()).select_from(query.subquery())).scalar_one()
+    rows = []
+    for change, repository, name, device_class, sha in session.execute(
+            query.order_by(col(Change.id).desc()).limit(limit)):
+        row = _change_row(change, device_class, sha)
+        row.update(repository=repository, benchmark=name or change.test_id or "")
+        rows.append(row)
+    return rows, int(total)
+
+
+def repository_heads(session: Session, filters: Filters) -> list[dict[str, Any]]:
+    """Each repository with its newest measured default-branch commit, that run's state and open changes."""
+    repositories = select(Repository).order_by(col(Repository.full_name))
+    if filters.repo:
+        repositories = repositories.where(Repository.full_name == filters.repo)
+    heads = {row["repository_id"]: row for row in _head_runs(session)}
+    open_by_repo = _counts(session, col(Change.repository_id), col(Change.state).in_(OPEN_STATES))
+    head_commits = [h["commit_id"] for h in heads.values()]
+    open_by_commit = _counts(session, col(Change.first_bad_commit_id), col(Change.state).in_(OPEN_STATES),
+                             col(Change.first_bad_commit_id).in_(head_commits))
+    rows = []
+    for repository in session.exec(repositories).all():
+        head = heads.get(repository.id)
+        rows.append({
+            "repository": repository, "head": head, "open_changes": open_by_repo.get(repository.id, 0),
+            "open_at_head": open_by_commit.get(head["commit_id"], 0) if head else 0,
+        })
+    return rows
+
+
+def _counts(session: Session, key: Any, *where: ColumnElement[bool]) -> dict[Any, int]:
+    """``count(*)`` of changes grouped by ``key``."""
+    rows = session.execute(sa_select(key, func.count()).where(*where).group_by(key)).all()
+    return {row[0]: int(row[1]) for row in rows}
+
+
+def _head_runs(session: Session) -> list[dict[str, Any]]:
+    """Per repository, the newest run on its newest commit among default-branch runs: one windowed query."""
+    rank = func.row_number().over(partition_by=col(Run.repository_id), order_by=_newest_first()).label("rank")
+    ranked = (sa_select(col(Run.repository_id).label("repository_id"), col(Run.id).label("run_id"),
+                        col(Run.state).label("state"), col(Run.trigger).label("trigger"),
+                        col(Commit.id).label("commit_id"), col(Commit.sha).label("sha"),
+                        col(Commit.message).label("message"), col(Commit.author).label("author"),
+                        col(Commit.committed_at).label("committed_at"), rank)
+              .join(Commit, col(Run.commit_id) == col(Commit.id))
+              .where(col(Run.trigger).in_(HEAD_TRIGGERS)).subquery())
+    return [_point(row) for row in session.execute(sa_select(ranked).where(ranked.c.rank == 1))]
+
+
+def repository_id(session: Session, full_name: str) -> int | None:
+    return session.exec(select(Repository.id).where(Repository.full_name == full_name)).first()

@@ -1,0 +1,347 @@
+"""Overview and benchmark pages, server-side: over the real seeded history and over small synthetic ones.
+
+The synthetic history (``synthetic_app``, on SQLite and PostgreSQL) has what the seeded one lacks: a
+kernel measured on two device classes, a torch baseline, pull-request runs and triaged changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from conftest import _reset_caches
+from fastapi.testclient import TestClient
+from sqlmodel import Session, col, select
+
+from dashboard.figures import decimate, sparkline_svg
+from dashboard.metrics import human, kind_of, trend_class, trend_pct
+from service.db import downgrade, make_engine, migrate
+from service.models import Benchmark, Change, Commit, Measurement, Repository, Run
+
+COMMITS = 40
+REGRESSION_AT = 30  # the H200 kernel gets 20 % slower here
+IMPROVEMENT_AT = 10  # an improvement, triaged as expected
+H200, A100 = "NVIDIA H200", "NVIDIA A100"
+SOFTMAX_BYTES = 2 * 4096 * 4096 * 2
+
+
+def sha(i: int) -> str:
+    return hashlib.sha1(str(i).encode()).hexdigest()
+
+
+def figure_of(html: str) -> dict[str, Any]:
+    match = re.search(r'<script type="application/json" id="figure">(.*?)</script>', html, re.S)
+    assert match, "the page embeds its figure"
+    figure: dict[str, Any] = json.loads(match.group(1))
+    return figure
+
+
+def spark_vertices(row: str) -> int:
+    match = re.search(r'<svg class="spark".*?points="([^"]+)"', row, re.S)
+    return len(match.group(1).split()) if match else 0
+
+
+def table_rows(html: str, table_id: str) -> list[str]:
+    match = re.search(rf'<table id="{table_id}">(.*?)</table>', html, re.S)
+    assert match, f"no table #{table_id}"
+    return re.findall(r"<tr[ >].*?</tr>", match.group(1), re.S)[1:]  # header row left out
+
+
+# --- the synthetic history ---------------------------------------------------------------------
+
+def _benchmark(repository_id: int, key: str, name: str, device: str, impl: str = "", dtype: str = "bf16",
+               **extra: Any) -> Benchmark:
+    return Benchmark(fingerprint=key, repository_id=repository_id, suite="benchmarks", name=name, dtype=dtype,
+                     shape="4096x4096", device_class=device, impl=impl, **extra)
+
+
+def _measure(run: Run, benchmark: Benchmark, median: float) -> Measurement:
+    roofline = benchmark.bytes / median / 4.8e12 if benchmark.bytes else None
+    return Measurement(run_id=run.id, benchmark_id=benchmark.id, samples=[median], median=median, iqr=median / 50,
+                       min=median * 0.98, mean=median, n=20, cv=0.01, roofline_fraction=roofline)
+
+
+def seed_synthetic(url: str) -> None:
+    """40 commits on acme/synth; softmax on H200 and A100 plus a torch baseline; a matmul; changes."""
+    engine = make_engine(url)
+    with Session(engine) as session:
+        repository = Repository(full_name="acme/synth", clone_url="file:///nowhere")
+        session.add(repository)
+        session.flush()
+        assert repository.id is not None
+        ours = _benchmark(repository.id, "k-h200", "test_softmax[triton-4096]", H200, bytes=SOFTMAX_BYTES)
+        ours_a100 = _benchmark(repository.id, "k-a100", "test_softmax[triton-4096]", A100, bytes=SOFTMAX_BYTES)
+        torch = _benchmark(repository.id, "t-h200", "test_softmax[torch-4096]", H200, impl="torch",
+                           bytes=SOFTMAX_BYTES)
+        matmul = _benchmark(repository.id, "m-h200", "test_matmul", H200, dtype="fp16", flops=2 * 4096**3)
+        sparse = _benchmark(repository.id, "s-a100", "test_sparse", A100, dtype="fp32")  # every 10th commit
+        session.add_all([ours, ours_a100, torch, matmul, sparse])
+        start = datetime(2025, 1, 1, tzinfo=UTC)
+        commits = []
+        for i in range(COMMITS):
+            commit = Commit(repository_id=repository.id, sha=sha(i), author="Kernel Dev",
+                            message=f"commit {i}\n\nbody", committed_at=start + timedelta(hours=i))
+            session.add(commit)
+            session.flush()
+            commits.append(commit)
+            run = Run(repository_id=repository.id, commit_id=commit.id, trigger="push", state="succeeded",
+                      idempotency_key=f"push-{i}")
+            session.add(run)
+            session.flush()
+            slow = 1.2 if i >= REGRESSION_AT else 1.0
+            session.add_all([_measure(run, ours, 1e-4 * slow), _measure(run, ours_a100, 1.5e-4),
+                             _measure(run, torch, 1.3e-4), _measure(run, matmul, 2e-3)])
+            if i % 10 == 0:
+                session.add(_measure(run, sparse, 1e-3 + i * 1e-6))
+        # A pull request measured far off the trend: it must not appear on it.
+        pr = Run(repository_id=repository.id, commit_id=commits[-1].id, trigger="pull_request", pr_number=7,
+                 state="succeeded", idempotency_key="pr-7")
+        session.add(pr)
+        session.flush()
+        session.add(_measure(pr, ours, 9e-4))
+        session.add_all([
+            Change(repository_id=repository.id, benchmark_id=ours.id, suite="benchmarks", kind="perf-regression",
+                   first_bad_commit_id=commits[REGRESSION_AT].id, change_pct=20.0, ci_low=18.0, ci_high=22.0),
+            Change(repository_id=repository.id, benchmark_id=ours.id, suite="benchmarks", kind="perf-improvement",
+                   first_bad_commit_id=commits[IMPROVEMENT_AT].id, change_pct=-5.0, state="expected"),
+        ])
+        session.commit()
+    engine.dispose()
+
+
+@pytest.fixture
+def synthetic_app(database_url: str, tmp_path, monkeypatch) -> Iterator[Any]:  # type: ignore[no-untyped-def]
+    if database_url.startswith("postgresql"):
+        downgrade(database_url, "base")  # the session's PostgreSQL database is shared between tests
+    migrate(database_url)
+    seed_synthetic(database_url)
+    monkeypatch.setenv("ROOFWATCH_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("ROOFWATCH_DATABASE_URL", database_url)
+    _reset_caches()
+    from service.app import create_app
+
+    yield create_app()
+    _reset_caches()
+
+
+def _benchmark_id(client: TestClient, name: str, device: str, impl: str = "") -> int:
+    rows = client.get("/api/benchmarks").json()
+    return int(next(b["id"] for b in rows if b["name"] == name and b["device_class"] == device
+                    and b["impl"] == impl))
+
+
+# --- pure functions ------------------------------------------------------------------------------
+
+def test_sparkline_is_plain_svg_scaled_to_its_box() -> None:
+    svg = sparkline_svg([3.0, None, 1.0, 2.0], width=100, height=20)
+    assert svg.startswith('<svg class="spark"') and svg.endswith("</svg>") and "<script" not in svg
+    points = re.search(r'points="([^"]+)"', svg)
+    assert points
+    coords = [tuple(map(float, pair.split(","))) for pair in points.group(1).split()]
+    assert len(coords) == 3  # the gap is skipped
+    assert coords[0] == (2.0, 2.0) and coords[1][1] == 18.0  # highest at the top, lowest at the bottom
+    assert all(2.0 <= x <= 98.0 and 2.0 <= y <= 18.0 for x, y in coords)
+    assert 'aria-label="0 points"' in sparkline_svg([])
+    flat = sparkline_svg([5.0, 5.0])
+    assert "NaN" not in flat and "inf" not in flat
+
+
+def test_decimation_caps_points_and_keeps_change_points_and_extremes() -> None:
+    values: list[float | None] = [1.0 + 0.001 * (i % 7) for i in range(10_000)]
+    values[4321] = 50.0  # a spike that must survive
+    values[7000] = None
+    keep = [1234, 5678, 9001]
+    shown = decimate(values, keep, max_points=1_500)
+    assert len(shown) <= 1_500 and len(shown) > 1_000
+    assert shown == sorted(set(shown))
+    assert {0, 9_999, 4321, *keep} <= set(shown)
+    assert 7000 not in shown
+    assert decimate(values[:100], keep=[3], max_points=1_500) == list(range(100))
+
+
+def test_trend_and_units() -> None:
+    assert trend_pct([1.0] * 10 + [1.1]) == pytest.approx(10.0)
+    assert trend_pct([5.0] * 30 + [1.0] * 10 + [1.0]) == pytest.approx(0.0)  # only the 10 before count
+    assert trend_pct([1.0]) is None
+    assert trend_class(-10.0, higher_better=True) == "dir-regression"
+    assert trend_class(10.0, higher_better=False) == "dir-regression"
+    assert trend_class(10.0, higher_better=True) == "dir-improvement"
+    assert trend_class(0.2, higher_better=True) == "muted"
+    assert human("bytes", 3.2e12) == "3.2 TB/s" and human("time", 1.5e-5) == "15 µs"
+    memory_bound = Benchmark(fingerprint="x", repository_id=1, suite="s", name="n", device_class="d",
+                             flops=1e6, bytes=1e6)
+    assert kind_of(memory_bound) == "bytes"
+
+
+# --- overview ------------------------------------------------------------------------------------
+
+def test_overview_has_a_row_with_a_sparkline_per_benchmark(seeded_app) -> None:  # type: ignore[no-untyped-def]
+    client = TestClient(seeded_app)
+    page = client.get("/")
+    assert page.status_code == 200
+    rows = table_rows(page.text, "benchmarks")
+    assert len(rows) == 2
+    assert all('<svg class="spark"' in row for row in rows)
+    # Three commits measured: each sparkline has three vertices.
+    assert [spark_vertices(row) for row in rows] == [3, 3]
+    busy = next(row for row in rows if "test_busy" in row)
+    assert "MB/s" in busy or "GB/s" in busy  # declared bytes, memory-bound: read as bandwidth
+    assert re.search(r'href="/benchmarks/\d+"', busy)
+    assert len(table_rows(page.text, "repositories")) == 1 and "acme/kernels" in page.text
+    assert 'id="runs"' in page.text and 'href="/runs/' in page.text
+
+
+def test_overview_filters_narrow_rows_and_survive_in_links(seeded_app) -> None:  # type: ignore[no-untyped-def]
+    client = TestClient(seeded_app)
+    page = client.get("/", params={"repo": "acme/kernels", "kernel": "saxpy"})
+    rows = table_rows(page.text, "benchmarks")
+    assert len(rows) == 1 and "test_saxpy" in rows[0]
+    assert re.search(r'href="/benchmarks/\d+\?repo=acme%2Fkernels&amp;kernel=saxpy"', rows[0])
+    assert "No benchmark matches" in client.get("/", params={"dtype": "int4"}).text
+    assert client.get("/", params={"repo": "nobody/nothing"}).status_code == 200
+
+
+def test_overview_paginates_and_keeps_filters_on_page_links(seeded_app) -> None:  # type: ignore[no-untyped-def]
+    client = TestClient(seeded_app)
+    first = client.get("/", params={"repo": "acme/kernels", "per_page": 1})
+    assert len(table_rows(first.text, "benchmarks")) == 1 and "page 1 of 2" in first.text
+    next_link = re.search(r'<a rel="next" href="([^"]+)"', first.text)
+    assert next_link
+    href = next_link.group(1).replace("&amp;", "&")
+    assert "repo=acme%2Fkernels" in href and "page=2" in href and "per_page=1" in href
+    second = client.get("/" + href)
+    rows_1, rows_2 = table_rows(first.text, "benchmarks"), table_rows(second.text, "benchmarks")
+    assert len(rows_2) == 1 and rows_1 != rows_2
+    assert 'rel="prev"' in second.text and 'rel="next"' not in second.text
+
+
+def test_overview_rejects_bad_params_with_422(seeded_app) -> None:  # type: ignore[no-untyped-def]
+    client = TestClient(seeded_app)
+    assert client.get("/", params={"page": 0}).status_code == 422
+    assert client.get("/", params={"page": "two"}).status_code == 422
+    assert client.get("/", params={"per_page": 10_000}).status_code == 422
+    assert client.get("/", params={"kernel": "x" * 500}).status_code == 422
+    assert client.get("/", params={"page": 50}).status_code == 200  # past the end: empty, not an error
+
+
+def test_overview_trend_repositories_and_changes(synthetic_app) -> None:  # type: ignore[no-untyped-def]
+    client = TestClient(synthetic_app)
+    page = client.get("/", params={"device": H200})
+    rows = table_rows(page.text, "benchmarks")
+    assert len(rows) == 3  # softmax kernel + torch baseline + matmul, not the A100 row
+    ours = next(row for row in rows if "test_softmax[triton-4096]" in row)
+    # The last 30 points, the pull request's far-off measurement left out.
+    assert spark_vertices(ours) == 30
+    assert ">kernel<" in ours and "GB/s" in ours
+    repositories = table_rows(page.text, "repositories")
+    assert len(repositories) == 1 and sha(COMMITS - 1)[:12] in repositories[0]
+    assert "no open change at this commit" in repositories[0] and ">1</a>" in repositories[0]
+    changes = table_rows(page.text, "changes")
+    assert len(changes) == 1 and "perf-regression" in changes[0] and 'href="/changes' in changes[0]
+
+
+def test_overview_trend_is_coloured_by_direction(synthetic_app) -> None:  # type: ignore[no-untyped-def]
+    client = TestClient(synthetic_app)
+    softmax = _benchmark_id(client, "test_softmax[triton-4096]", H200)
+    from service.db import get_engine
+
+    with Session(get_engine()) as session:  # the latest commit regresses the kernel by another 25 %
+        last = session.exec(select(Measurement).join(Run).where(
+            Measurement.benchmark_id == softmax, Run.trigger == "push").order_by(col(Run.id).desc())).first()
+        assert last is not None
+        last.median *= 1.25
+        session.add(last)
+        session.commit()
+    row = next(r for r in table_rows(client.get("/", params={"kernel": "softmax", "device": H200}).text,
+                                     "benchmarks") if "triton" in r)
+    assert 'class="dir-regression">-20.0%' in row
+
+
+def test_recent_points_match_the_full_series(synthetic_app) -> None:  # type: ignore[no-untyped-def]
+    from dashboard import queries as dq
+    from service.db import get_engine
+
+    with Session(get_engine()) as session:
+        ids = [b.id for b in session.exec(select(Benchmark).order_by(col(Benchmark.id))).all() if b.id is not None]
+        full = dq.full_series(session, ids)
+        for limit in (3, 30, 100):  # dense series from the newest runs; the sparse one and short histories fall back
+            recent = dq.recent_points(session, ids, limit)
+            for benchmark_id in ids:
+                expected = [(p["run_id"], p["median"]) for p in full[benchmark_id][-limit:]]
+                assert [(p["run_id"], p["median"]) for p in recent[benchmark_id]] == expected
+        assert len(full[ids[-1]]) == COMMITS // 10 and len(full[ids[0]]) == COMMITS  # pull request left out
+
+
+# --- benchmark page ------------------------------------------------------------------------------
+
+def test_benchmark_page_over_the_seeded_history(seeded_app) -> None:  # type: ignore[no-untyped-def]
+    client = TestClient(seeded_app)
+    busy = _benchmark_id(client, "test_busy", client.get("/api/benchmarks").json()[0]["device_class"])
+    page = client.get(f"/benchmarks/{busy}", params={"repo": "acme/kernels"})
+    assert page.status_code == 200
+    assert 'src="/static/plotly.min.js"' in page.text and "cdn" not in page.text.lower()
+    figure = figure_of(page.text)
+    main = figure["data"][0]
+    assert main["type"] == "scatter" and len(main["x"]) == len(main["y"]) == 3
+    assert all(isinstance(run, int) for run in main["customdata"])
+    assert "<br>Kernel Dev &lt;dev@example.com&gt;<br>" in main["hovertext"][0]  # kept as text, not markup
+    assert len(figure["data"]) == 1  # no device peaks on this host: no % of roofline to draw
+    assert 'href="/?repo=acme%2Fkernels"' in page.text  # back to the filtered overview
+    assert "3 drawn of 3 measured" in page.text
+
+
+def test_benchmark_page_devices_changes_and_baselines(synthetic_app) -> None:  # type: ignore[no-untyped-def]
+    client = TestClient(synthetic_app)
+    softmax = _benchmark_id(client, "test_softmax[triton-4096]", H200)
+    page = client.get(f"/benchmarks/{softmax}")
+    assert page.status_code == 200
+    figure = figure_of(page.text)
+    top = [t for t in figure["data"] if t.get("yaxis", "y") == "y" and t["name"] != "detected changes"]
+    assert sorted(t["name"] for t in top) == [f"kernel · {A100}", f"kernel · {H200}"]  # one per device class
+    assert all(len(t["y"]) == COMMITS for t in top)  # the pull-request run is not on the trend
+    roofline = [t for t in figure["data"] if t.get("yaxis") == "y2"]
+    assert len(roofline) == 2 and all(0 < y < 100 for t in roofline for y in t["y"])  # second panel, in %
+    assert figure["layout"]["xaxis"]["matches"] == "x2"  # one commit axis for both panels
+    marks = next(t for t in figure["data"] if t["name"] == "detected changes")
+    assert sorted(marks["x"]) == [IMPROVEMENT_AT, REGRESSION_AT]
+    lines = {shape["x0"]: shape["line"]["dash"] for shape in figure["layout"]["shapes"]}
+    assert lines == {REGRESSION_AT: "dash", IMPROVEMENT_AT: "dot"}  # triaged drawn differently
+    labels = [a["text"] for a in figure["layout"]["annotations"]]
+    assert any("perf-improvement" in text and "expected" in text for text in labels)
+    assert len(table_rows(page.text, "series-changes")) == 2
+
+    toggle = re.search(r'<a href="(/benchmarks/\d+\?impl=torch)">\+ torch</a>', page.text)
+    assert toggle, "a link adds the torch baseline"
+    with_torch = figure_of(client.get(toggle.group(1)).text)
+    baselines = [t for t in with_torch["data"] if t["name"] == f"torch · {H200}"]
+    assert len(baselines) == 1 and baselines[0]["line"]["dash"] == "dash" and len(baselines[0]["y"]) == COMMITS
+    assert len(with_torch["data"]) == len(figure["data"]) + 2  # its throughput and its % of roofline
+    unknown = figure_of(client.get(f"/benchmarks/{softmax}", params={"impl": "cuDNN"}).text)
+    assert len(unknown["data"]) == len(figure["data"])
+
+
+def test_benchmark_page_404_and_422(synthetic_app) -> None:  # type: ignore[no-untyped-def]
+    client = TestClient(synthetic_app)
+    assert client.get("/benchmarks/999999").status_code == 404
+    assert client.get("/benchmarks/not-a-number").status_code == 422
+    softmax = _benchmark_id(client, "test_softmax[triton-4096]", H200)
+    assert client.get(f"/benchmarks/{softmax}", params={"device": "x" * 500}).status_code == 422
+
+
+def test_long_series_is_decimated_keeping_changes(synthetic_app, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import dashboard.figures as figures
+
+    monkeypatch.setattr(figures, "MAX_POINTS", 12)  # 40 commits become "long"
+    monkeypatch.setattr(figures, "WEBGL_ABOVE", 5)
+    client = TestClient(synthetic_app)
+    softmax = _benchmark_id(client, "test_softmax[triton-4096]", H200)
+    page = client.get(f"/benchmarks/{softmax}")
+    main = next(t for t in figure_of(page.text)["data"] if t["name"] == f"kernel · {H200}")
+    assert len(main["x"]) <= 12 and {0, IMPROVEMENT_AT, REGRESSION_AT, COMMITS - 1} <= set(main["x"])
+    assert main["type"] == "scattergl"
+    assert f"{len(main['x'])} drawn of {COMMITS} measured" in page.text
