@@ -472,7 +472,18 @@ def test_pages_draw_and_triage_from_the_browser(live_server: str, page, ids: dic
     assert drawn.count("roof") == 3 and "shift" in drawn and "latest" in drawn
     page.screenshot(path=str(ARTIFACTS / "roofline.png"), full_page=True)
 
-    page.goto(live_server + f"/compare/{ids['comparison']}")
+    # The benchmark chart marks every change of its series, one line each (one per panel with a roofline panel).
+    page.goto(live_server + f"/benchmarks/{ids['softmax']}")
+    page.wait_for_selector("#benchmark-chart .main-svg")
+    listed = page.locator("#series-changes tr").count() - 1
+    marked = page.evaluate("() => (document.getElementById('benchmark-chart').layout.shapes || []).length")
+    assert listed > 0 and marked >= listed, (listed, marked)
+    page.screenshot(path=str(ARTIFACTS / "benchmark-with-changes.png"), full_page=True)
+
+    # A run leads to the comparison whose head it measured: run → compare, as a reader clicks.
+    page.goto(live_server + f"/runs/{ids['runs'][3]}")
+    page.locator(f"#comparisons a[href='/compare/{ids['comparison']}']").click()
+    page.wait_for_url(f"**/compare/{ids['comparison']}")
     page.wait_for_selector(".dist-chart .main-svg")
     assert page.locator(".dist-chart.js-plotly-plot").count() == 2
     page.screenshot(path=str(ARTIFACTS / "compare.png"), full_page=True)

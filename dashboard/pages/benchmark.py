@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
-from fastapi import FastAPI, HTTPException, Query, Request
+from fastapi import FastAPI, HTTPException, Path, Query, Request
 from fastapi.responses import HTMLResponse
 
 from dashboard import figures, metrics
@@ -83,7 +83,7 @@ def _filter_links(benchmark: Benchmark, repository: Repository | None) -> list[d
 
 def register(app: FastAPI) -> None:
     @app.get("/benchmarks/{benchmark_id}", response_class=HTMLResponse, include_in_schema=False)
-    def benchmark_page(benchmark_id: int, request: Request, session: SessionDep, filters: FiltersDep,
+    def benchmark_page(benchmark_id: Annotated[int, Path(ge=0, le=2**63 - 1)], request: Request, session: SessionDep, filters: FiltersDep,
                        impl: ImplQuery = None) -> HTMLResponse:
         benchmark = session.get(Benchmark, benchmark_id)
         if benchmark is None:

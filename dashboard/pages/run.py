@@ -2,18 +2,32 @@
 
 from __future__ import annotations
 
-from fastapi import FastAPI, HTTPException, Request
+from typing import Annotated
+
+from fastapi import FastAPI, HTTPException, Path, Request
 from fastapi.responses import HTMLResponse
-from sqlmodel import select
+from sqlalchemy import or_
+from sqlmodel import col, select
 
 from dashboard.common import TEMPLATES
 from service.deps import SessionDep
-from service.models import Benchmark, Commit, Device, Measurement, Repository, Run, SuiteExecution, TestOutcome
+from service.models import (
+    Benchmark,
+    Commit,
+    Comparison,
+    Device,
+    Measurement,
+    Repository,
+    Run,
+    SuiteExecution,
+    TestOutcome,
+)
 
 
 def register(app: FastAPI) -> None:
     @app.get("/runs/{run_id}", response_class=HTMLResponse, include_in_schema=False)
-    def run_page(run_id: int, request: Request, session: SessionDep) -> HTMLResponse:
+    def run_page(run_id: Annotated[int, Path(ge=0, le=2**63 - 1)], request: Request,
+                 session: SessionDep) -> HTMLResponse:
         run = session.get(Run, run_id)
         if run is None:
             raise HTTPException(404, f"no run {run_id}")
@@ -27,4 +41,8 @@ def register(app: FastAPI) -> None:
             "outcomes": session.exec(select(TestOutcome).where(TestOutcome.run_id == run_id)
                                      .order_by(TestOutcome.outcome, TestOutcome.test_id)).all(),
             "measurements": measurements,
+            # The A/B comparisons this run is decided by (a pull request) or whose head it measured.
+            "comparisons": session.exec(select(Comparison).where(or_(
+                col(Comparison.run_id) == run_id, col(Comparison.head_commit_id) == run.commit_id))
+                .order_by(col(Comparison.id))).all(),
         })
