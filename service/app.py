@@ -1,4 +1,4 @@
-"""The ASGI application: JSON API, webhook endpoint, health check and the dashboard."""
+"""The ASGI application: JSON API, webhook endpoint, health check, Prometheus metrics and the dashboard."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from service.api import router as api_router
 from service.config import get_settings
 from service.deps import SessionDep
 from service.github.webhooks import router as webhook_router
+from service.metrics import router as metrics_router
 
 REPORT_SWEEP_S = 60.0
 
@@ -49,6 +50,7 @@ def create_app() -> FastAPI:
     app = FastAPI(title="roofwatch", summary="Performance-regression CI for GPU kernels", lifespan=lifespan)
     app.include_router(api_router)
     app.include_router(webhook_router)
+    app.include_router(metrics_router)
 
     @app.get("/healthz", tags=["ops"])
     def healthz(session: SessionDep) -> dict[str, str]:

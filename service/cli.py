@@ -98,37 +98,44 @@ def serve(
     import uvicorn
 
     from service.app import create_app
+    from workers.logs import configure_logging
 
+    configure_logging(get_settings().log_format, "info")
     _prepare_database()
     console.print(f"roofwatch dashboard on [link]http://{host}:{port}/[/link]")
-    uvicorn.run(create_app(), host=host, port=port, log_level="info")
+    # log_config=None: uvicorn's lines go through our handlers (text or JSON), not its own.
+    uvicorn.run(create_app(), host=host, port=port, log_level="info", log_config=None)
 
 
 @app.command()
 def worker(
     gpu: Annotated[int | None, typer.Option("--gpu", help="GPU index to pin (CUDA_VISIBLE_DEVICES)")] = None,
     queues: Annotated[str | None, typer.Option("--queues", help="comma-separated queues")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="stable worker name (default gpuN, cpu or main)")] = None,
     loglevel: Annotated[str, typer.Option("--loglevel")] = "info",
 ) -> None:
     """A Celery worker: this machine's device queue plus `cpu` and `ingest` by default."""
-    import os
+    from workers.logs import install_celery_logging
+    from workers.worker import plan, start_worker
 
-    from workers.celery_app import CPU_QUEUE, INGEST_QUEUE
-    from workers.celery_app import app as celery_app
-    from workers.device import probe, queue_name
-
-    settings = get_settings()
-    if settings.embedded:
+    if get_settings().embedded:
         _fail("a worker needs ROOFWATCH_BROKER_URL (without a broker, `roofwatch run` executes in-process)")
-    if gpu is not None:
-        os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
-    device = probe(0)
-    names = queues or ",".join([queue_name(device.device_class), CPU_QUEUE, INGEST_QUEUE])
-    console.print(f"worker for [bold]{device.device_class}[/] on queues {names}")
-    celery_app.worker_main([
-        "worker", f"--queues={names}", "--concurrency=1", "--prefetch-multiplier=1",
-        f"--loglevel={loglevel}", f"--hostname=roofwatch-{os.getpid()}@%h",
-    ])
+    install_celery_logging(get_settings().log_format, loglevel)
+    chosen = plan(gpu, queues, name)
+    console.print(f"worker [bold]{chosen.node}[/] for [bold]{chosen.device_class}[/] on queues {','.join(chosen.queues)}")
+    start_worker(gpu, queues, name, loglevel)
+
+
+@app.command()
+def beat(loglevel: Annotated[str, typer.Option("--loglevel")] = "info") -> None:
+    """Celery beat: GitHub report retries, recovery of work held by dead workers, nightly runs."""
+    from workers.logs import install_celery_logging
+    from workers.worker import start_beat
+
+    if get_settings().embedded:
+        _fail("beat needs ROOFWATCH_BROKER_URL (the embedded `roofwatch serve` retries reports itself)")
+    install_celery_logging(get_settings().log_format, loglevel)
+    start_beat(loglevel)
 
 
 @app.command()

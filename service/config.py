@@ -35,9 +35,18 @@ class Settings(BaseSettings):
     suite_timeout: float = 1800.0
     # Captured stdout+stderr kept per suite, bytes; the rest is dropped, not buffered.
     output_limit: int = 1_000_000
+    # Log lines as readable text or as one JSON object per line (for a log shipper).
+    log_format: Literal["text", "json"] = "text"
     # Interleaved A/B: rounds before a verdict may be given, and the cap for inconclusive ones.
     ab_min_rounds: int = 3
     ab_max_rounds: int = 10
+    # A worker running as root starts suites as this unprivileged user (the image creates `suite`).
+    suite_user: str | None = None
+    # Address-space limit for a suite, bytes (RLIMIT_AS). Off by default: CUDA reserves far more
+    # virtual memory than it uses, so on GPU hosts a container memory limit is the right tool.
+    suite_memory_limit: int | None = None
+    # Hour (UTC) of the nightly full run of every default branch, started by `roofwatch beat`.
+    nightly_hour: int = 2
     # GitHub. Pushes to the default branch are always measured; these extra branch patterns
     # (fnmatch, comma-separated in the environment: "release/*,perf-*") are measured too.
     push_branches: Annotated[list[str], NoDecode] = []

@@ -37,7 +37,8 @@ def make_engine(url: str) -> Engine:
             cursor.close()
 
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    # A database host that drops packets must fail a connection attempt in seconds, not minutes.
+    return create_engine(url, pool_pre_ping=True, connect_args={"connect_timeout": 5})
 
 
 @lru_cache

@@ -65,14 +65,19 @@ def submit(job: Job, queue: str, then: Signature | None = None) -> AsyncResult:
 
     ``then`` (an immutable signature) runs after the analysis, e.g. the GitHub report of a push.
     """
-    from service.tasks import analyze, ingest  # the tasks dispatch follow-ups through this module
+    from service.tasks import analyze, ingest, measuring_lost  # the tasks dispatch follow-ups through this module
 
-    steps = [run_commit.s(asdict(job)).set(queue=queue, task_id=task_id_for_run(job.run_id)), ingest.s(), analyze.s()]
+    measure = run_commit.s(asdict(job)).set(queue=queue, task_id=task_id_for_run(job.run_id),
+                                            link_error=measuring_lost.s())
+    steps = [measure, ingest.s(), analyze.s()]
     if then is not None:
         steps.append(then)
     return chain(*steps).apply_async()
 
 
+RUN_TASK_PREFIX = "roofwatch-run-"
+
+
 def task_id_for_run(run_id: int) -> str:
     """The Celery id of a run's measuring task, known in advance so the run can be cancelled."""
-    return f"roofwatch-run-{run_id}"
+    return f"{RUN_TASK_PREFIX}{run_id}"

@@ -10,19 +10,24 @@ import logging
 from dataclasses import asdict
 from typing import Any
 
+from celery.result import AsyncResult
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, select
 
-from service import bisect, confirm, pull_requests, pushes
+from service import bisect, confirm, nightly, pull_requests, pushes
 from service.analyze import analyze_run
 from service.comparisons import ingest_ab as ingest_ab_envelope
 from service.comparisons import parse_ab_envelope
+from service.config import get_settings
 from service.db import session_scope
 from service.followups import dispatch
 from service.github import events, outbox, reporting
-from service.ingest import ingest_envelope, parse_envelope
-from service.models import Commit, Comparison, Repository, Run, WebhookDelivery, utcnow
+from service.ingest import ingest_envelope, parse_envelope, upsert_device
+from service.models import TERMINAL_STATES, Commit, Comparison, Repository, Run, WebhookDelivery, utcnow
+from service.pipeline import RUN_TASK_PREFIX
+from workers import redelivery
 from workers.celery_app import app
+from workers.envelope import DeviceInfo
 from workers.errors import RoofwatchError
 
 log = logging.getLogger(__name__)
@@ -142,3 +147,44 @@ def deliver_reports() -> dict[str, int]:
     if delivered or pending:
         log.info("reports: %d delivered, %d still pending", delivered, pending)
     return {"delivered": delivered, "pending": pending}
+
+
+@app.task(name="roofwatch.register_device", **RETRY)
+def register_device(device: dict[str, Any]) -> int:
+    """A worker announces its device on start; the device row exists before its first run."""
+    info = DeviceInfo.model_validate(device)
+    with session_scope() as session:
+        row = upsert_device(session, info)
+        log.info("device %s (%s) registered from %s", row.id, info.device_class, info.hostname)
+        return row.id  # type: ignore[return-value]
+
+
+@app.task(name="roofwatch.measuring_lost", **RETRY)
+def measuring_lost(task_id: str) -> None:
+    """Errback of a measuring task that raised or was killed for good: its run is errored, not left running.
+
+    A task that returns (even an errored envelope) never gets here; this is for hard time
+    limits and exceptions escaping the task.
+    """
+    why = None if app.conf.task_always_eager else AsyncResult(task_id, app=app).result
+    reason = f"the measuring task was lost: {why!r}" if why is not None else "the measuring task was lost"
+    with session_scope() as session:
+        if task_id.startswith(RUN_TASK_PREFIX):
+            run = session.get(Run, int(task_id.removeprefix(RUN_TASK_PREFIX)))
+            if run is not None and run.state not in TERMINAL_STATES:
+                run.state, run.error, run.finished_at = "errored", reason[:4000], utcnow()
+                session.add(run)
+                log.error("run %s: %s", run.id, reason)
+
+
+@app.task(name="roofwatch.recover_lost_work", **RETRY)
+def recover_lost_work() -> dict[str, list[str]]:
+    """Requeue what workers held whose heartbeat stopped (scheduled every minute)."""
+    client = redelivery.client_for(get_settings().broker_url)
+    return redelivery.recover_dead_workers(app, client) if client is not None else {}
+
+
+@app.task(name="roofwatch.nightly_runs", **RETRY)
+def nightly_runs() -> dict[str, int | str]:
+    """Start the nightly full run of every default branch (scheduled by `roofwatch beat`)."""
+    return nightly.start_all(utcnow().date())

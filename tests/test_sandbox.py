@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import pwd
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -125,3 +128,51 @@ def test_unknown_executable_is_reported_not_raised(tmp_path: Path) -> None:
 def test_child_runs_in_its_own_session(tmp_path: Path) -> None:
     done = run_python("import os; print(os.getsid(0) == os.getpid())", tmp_path)
     assert done.output == "True\n"
+
+
+def test_address_space_limit_stops_a_greedy_suite(tmp_path: Path) -> None:
+    confinement = sandbox.Confinement(memory_limit=512 * 2**20)
+    done = sandbox.run(["python", "-c", "x = bytearray(1024 * 2**20)"], tmp_path, sandbox.scrubbed_env(),
+                       60, 100_000, confinement)
+    assert done.exit_code == 1 and "MemoryError" in done.output
+    fits = sandbox.run(["python", "-c", "x = bytearray(16 * 2**20)"], tmp_path, sandbox.scrubbed_env(),
+                       60, 100_000, confinement)
+    assert fits.exit_code == 0, fits.output
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="switching users needs root")
+def test_root_worker_runs_the_suite_as_the_unprivileged_user(tmp_path: Path) -> None:
+    done = sandbox.run(["/usr/bin/id", "-u"], tmp_path, sandbox.scrubbed_env(), 10, 1000,
+                       sandbox.Confinement(user="nobody"))
+    assert done.output.strip() == str(pwd.getpwnam("nobody").pw_uid)
+
+
+def test_unknown_suite_user_is_reported_not_raised(tmp_path: Path) -> None:
+    done = sandbox.run(["/usr/bin/id"], tmp_path, sandbox.scrubbed_env(), 10, 1000,
+                       sandbox.Confinement(user="roofwatch-no-such-user"))
+    if os.geteuid() == 0:
+        assert done.exit_code is None and "roofwatch-no-such-user" in done.output
+    else:
+        assert done.exit_code == 0  # only root switches users; others run as themselves
+
+
+def test_suite_dies_with_the_process_that_started_it(tmp_path: Path) -> None:
+    pid_file = tmp_path / "suite.pid"
+    (tmp_path / "suite.py").write_text(
+        f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(600)\n")
+    script = tmp_path / "worker.py"
+    script.write_text(
+        "from pathlib import Path\nfrom workers import sandbox\n"
+        f"sandbox.run(['python', 'suite.py'], Path({str(tmp_path)!r}), sandbox.scrubbed_env(), 600, 1000)\n")
+    parent = subprocess.Popen([sys.executable, str(script)], cwd=Path(__file__).resolve().parents[1],
+                              env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    deadline = time.monotonic() + 30
+    while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    suite = int(pid_file.read_text())
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while is_alive(suite) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not is_alive(suite), "the suite outlived the worker that started it"

@@ -10,8 +10,10 @@ database) and ``cpu`` (analysis and reports).
 from __future__ import annotations
 
 from celery import Celery
+from celery.schedules import crontab
 
 from service.config import get_settings
+from workers.redelivery import VISIBILITY_TIMEOUT_S
 
 INGEST_QUEUE = "ingest"
 CPU_QUEUE = "cpu"
@@ -45,10 +47,30 @@ def make_app() -> Celery:
             "roofwatch.handle_github_event": {"queue": CPU_QUEUE},
             "roofwatch.deliver_report": {"queue": CPU_QUEUE},
             "roofwatch.deliver_reports": {"queue": CPU_QUEUE},
+            "roofwatch.register_device": {"queue": INGEST_QUEUE},
+            "roofwatch.measuring_lost": {"queue": INGEST_QUEUE},
+            "roofwatch.recover_lost_work": {"queue": CPU_QUEUE},
+            "roofwatch.nightly_runs": {"queue": CPU_QUEUE},
         },
-        # Reports GitHub did not accept are retried from the outbox (run by `celery beat`).
-        beat_schedule={"deliver-github-reports": {"task": "roofwatch.deliver_reports", "schedule": 60.0}},
+        # Run by `roofwatch beat`: reports GitHub did not accept are retried from the outbox;
+        # work held by a worker whose heartbeat stopped is requeued; each default branch gets
+        # a full run every night (its head, even when no push came).
+        beat_schedule={
+            "deliver-github-reports": {"task": "roofwatch.deliver_reports", "schedule": 60.0},
+            "recover-lost-work": {"task": "roofwatch.recover_lost_work", "schedule": 60.0},
+            "nightly-runs": {"task": "roofwatch.nightly_runs",
+                             "schedule": crontab(hour=settings.nightly_hour, minute=0)},
+        },
+        broker_transport_options={"visibility_timeout": VISIBILITY_TIMEOUT_S},
+        result_backend_transport_options={"visibility_timeout": VISIBILITY_TIMEOUT_S},
+        # The broker going away for a while (a Redis restart) is waited out, not fatal:
+        # workers reconnect forever, and publishing retries for about two minutes.
         broker_connection_retry_on_startup=True,
+        broker_connection_max_retries=None,
+        task_publish_retry_policy={"max_retries": 24, "interval_start": 0.5, "interval_step": 1.0,
+                                   "interval_max": 5.0},
+        redis_retry_on_timeout=True,
+        redis_socket_keepalive=True,
         result_expires=7 * 24 * 3600,
     )
     return app

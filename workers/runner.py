@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
+from service.config import get_settings
 from workers import checkout, sandbox
 from workers.device import probe
 from workers.envelope import CommitRecord, DeviceInfo, Envelope, SuiteResult
@@ -117,10 +118,11 @@ def _run_setup(spec: SuiteSpec, tree: Path, data_dir: Path, job: SuiteLimits) ->
     marker = data_dir / "setup-cache" / f"{job.repository.replace('/', '_')}-{digest.hexdigest()[:16]}"
     if marker.exists():
         return None
-    done = sandbox.run(
-        ["/bin/sh", "-c", spec.setup], tree, sandbox.scrubbed_env(spec.env, pythonpath=tree),
-        spec.timeout or job.suite_timeout_s, job.output_limit,
-    )
+    confinement = suite_confinement()
+    with tempfile.TemporaryDirectory(prefix="roofwatch-setup-") as scratch:
+        env = _suite_env(spec, tree, data_dir, job, Path(scratch), confinement)
+        done = sandbox.run(["/bin/sh", "-c", spec.setup], tree, env, spec.timeout or job.suite_timeout_s,
+                           job.output_limit, confinement)
     if done.timed_out or done.exit_code != 0:
         return f"setup `{spec.setup}` failed (exit {done.exit_code}):\n{done.output[-2000:]}"
     marker.parent.mkdir(parents=True, exist_ok=True)
@@ -137,20 +139,43 @@ def run_suite(spec: SuiteSpec, tree: Path, data_dir: Path, job: SuiteLimits,
         result = SuiteResult(name=spec.name, kind=spec.kind, status="errored", reason=setup_error)
     else:
         with tempfile.TemporaryDirectory(prefix="roofwatch-results-") as scratch:
-            result = _execute(spec, tree, Path(scratch), job)
+            result = _execute(spec, tree, data_dir, Path(scratch), job)
     if progress:
         progress(spec.name, result.status)
     return result
 
 
-def _execute(spec: SuiteSpec, tree: Path, scratch: Path, job: SuiteLimits) -> SuiteResult:
+def suite_confinement() -> sandbox.Confinement:
+    """This host's rules for suites (the worker's settings, not the submitter's)."""
+    settings = get_settings()
+    return sandbox.Confinement(user=settings.suite_user, memory_limit=settings.suite_memory_limit)
+
+
+def _suite_env(spec: SuiteSpec, tree: Path, data_dir: Path, job: SuiteLimits, scratch: Path,
+               confinement: sandbox.Confinement) -> dict[str, str]:
+    """The scrubbed environment, with a home of the repository's own and a private temp dir.
+
+    The home is per repository (not the worker's: no ~/.ssh, no ~/.config credentials) and
+    kept between runs, so compiler caches (Triton, Inductor) stay warm.
+    """
+    home = data_dir / "homes" / job.repository.replace("/", "_")
+    tmp = scratch / "tmp"
+    home.mkdir(parents=True, exist_ok=True)
+    tmp.mkdir(exist_ok=True)
+    sandbox.hand_over([tree, scratch, home], confinement)
+    return sandbox.scrubbed_env({"HOME": str(home), "TMPDIR": str(tmp), **spec.env}, pythonpath=tree)
+
+
+def _execute(spec: SuiteSpec, tree: Path, data_dir: Path, scratch: Path, job: SuiteLimits) -> SuiteResult:
     result_file = scratch / ("junit.xml" if spec.kind == "correctness" else "benchmark.json")
     flag = "--junitxml" if spec.kind == "correctness" else "--benchmark-json"
     argv = [*spec.argv(), f"{flag}={result_file}"]
     timeout = spec.timeout or job.suite_timeout_s
-    done = sandbox.run(argv, tree, sandbox.scrubbed_env(spec.env, pythonpath=tree), timeout, job.output_limit)
+    confinement = suite_confinement()
+    env = _suite_env(spec, tree, data_dir, job, scratch, confinement)
+    done = sandbox.run(argv, tree, env, timeout, job.output_limit, confinement)
     result = SuiteResult(name=spec.name, kind=spec.kind, status="errored", exit_code=done.exit_code,
-                         duration_s=done.duration_s, output_tail=done.output[-20_000:])
+                         duration_s=done.duration_s, output_tail=_tail(done))
     if done.timed_out:
         return result.model_copy(update={
             "status": "timeout", "reason": f"timed out after {timeout:.0f} s and was killed"})
@@ -176,6 +201,16 @@ def _execute(spec: SuiteSpec, tree: Path, scratch: Path, job: SuiteLimits) -> Su
     else:
         result.reason = _exit_reason(done.exit_code)
     return result
+
+
+OUTPUT_TAIL_CHARS = 20_000
+
+
+def _tail(done: sandbox.Completed) -> str:
+    """The end of a suite's output, saying how much was left out, so a flood is visible as one."""
+    total_dropped = done.dropped_bytes + max(0, len(done.output) - OUTPUT_TAIL_CHARS)
+    note = f"[... {total_dropped} bytes of output dropped ...]\n" if total_dropped else ""
+    return note + done.output[-OUTPUT_TAIL_CHARS:]
 
 
 def _exit_reason(code: int | None) -> str:

@@ -1,14 +1,18 @@
 """Run one untrusted command: own process group, scrubbed environment, time and output caps.
 
 A suite is someone else's code running on our GPU host. It gets no service secrets, it
-cannot outlive its timeout (the whole process group is killed), and it cannot fill memory
-with output (we keep the head and the tail, and count what we dropped).
+cannot outlive its timeout (the whole process group is killed) nor the worker that started
+it (the kernel kills it when its parent dies, even by SIGKILL), it cannot fill memory with
+output (we keep the head and the tail, and count what we dropped), and where configured it
+runs as an unprivileged user under an address-space limit.
 """
 
 from __future__ import annotations
 
+import ctypes
 import io
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -28,6 +32,25 @@ ALLOWED_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TMPDIR", "USER", "LO
                "XDG_CACHE_HOME", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS")
 ALLOWED_PREFIXES = ("LC_",)
 KILL_GRACE_S = 5.0
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """Who the command runs as and how much address space it may map; None means unchanged."""
+
+    user: str | None = None
+    memory_limit: int | None = None
+
+
+def _in_child(confinement: Confinement) -> None:
+    """Runs in the forked child before exec: die with the parent, cap the address space."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: the timeout still bounds the command
+    if confinement.memory_limit:
+        resource.setrlimit(resource.RLIMIT_AS, (confinement.memory_limit, confinement.memory_limit))
 
 
 @dataclass(frozen=True)
@@ -94,16 +117,22 @@ class _CappedBuffer:
                 + b"".join(self.tail).decode("utf-8", "replace"))
 
 
-def run(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float, output_limit: int) -> Completed:
+def run(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float, output_limit: int,
+        confinement: Confinement = Confinement()) -> Completed:
     """Run ``argv`` to completion or until ``timeout_s``; never raises for the command's sake."""
     started = time.monotonic()
     buffer = _CappedBuffer(output_limit)
     try:
+        drop = bool(confinement.user) and os.geteuid() == 0
+        user = confinement.user if drop else None
+        group = _primary_group(confinement.user) if drop and confinement.user else None
         process = subprocess.Popen(
             argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=lambda: _in_child(confinement), user=user, group=group,
+            extra_groups=[] if drop else None,
         )
-    except OSError as exc:
+    except (OSError, KeyError, subprocess.SubprocessError) as exc:
         return Completed(None, False, 0.0, f"cannot start {argv[0]!r}: {exc}", 0)
 
     # Popen's default buffering gives a BufferedReader: read1 returns what is there.
@@ -130,6 +159,24 @@ def run(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float, outpu
         exit_code=process.returncode, timed_out=timed_out,
         duration_s=time.monotonic() - started, output=buffer.text(), dropped_bytes=buffer.dropped,
     )
+
+
+def _primary_group(user: str) -> int:
+    import pwd
+
+    return pwd.getpwnam(user).pw_gid
+
+
+def hand_over(paths: list[Path], confinement: Confinement) -> None:
+    """Give ``paths`` (recursively) to the suite user, so it can write its results and caches."""
+    if not confinement.user or os.geteuid() != 0:
+        return
+    import pwd
+
+    entry = pwd.getpwnam(confinement.user)
+    for root in paths:
+        for path in [root, *root.rglob("*")]:
+            os.lchown(path, entry.pw_uid, entry.pw_gid)
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:

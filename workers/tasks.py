@@ -1,13 +1,25 @@
-"""The GPU-side task: measure one commit and hand the envelope on. No DB, no GitHub."""
+"""The GPU-side tasks: measure one commit (or an A/B pair) and hand the envelope on.
+
+No DB, no GitHub: what a worker learns travels as an envelope to the ``ingest`` queue.
+A task that was redelivered too often (its run kills the worker) or ran out of time still
+returns an envelope, an errored one, so the run is recorded instead of waiting forever.
+"""
 
 from __future__ import annotations
 
 import logging
 from contextvars import ContextVar
+from datetime import UTC, datetime
 from typing import Any
 
+from celery.exceptions import SoftTimeLimitExceeded
+
+from service.config import get_settings
+from workers import redelivery
 from workers.ab import ABJob, RoundProgress, run_ab
 from workers.celery_app import app
+from workers.device import probe
+from workers.envelope import ABEnvelope, Envelope
 from workers.runner import Job, local_progress, run_job
 
 log = logging.getLogger(__name__)
@@ -20,12 +32,47 @@ ab_progress: ContextVar[RoundProgress | None] = ContextVar("ab_progress", defaul
           soft_time_limit=4 * 3600, time_limit=4 * 3600 + 300)
 def run_commit(self: Any, job: dict[str, Any]) -> dict[str, Any]:
     """Measure ``job`` (a ``Job`` as a dict) and return the envelope as JSON-ready data."""
-    spec = Job(**job)
+    spec = Job(**_local(self, job))
+    started = datetime.now(UTC)
+
+    def errored(reason: str) -> dict[str, Any]:
+        log.error("run %s: %s", spec.run_id, reason)
+        return Envelope(run_id=spec.run_id, idempotency_key=spec.idempotency_key, repository=spec.repository,
+                        sha=spec.sha, status="errored", reason=reason, device=probe(), started_at=started,
+                        finished_at=datetime.now(UTC)).model_dump(mode="json")
+
+    too_many = _too_many_attempts(self)
+    if too_many:
+        return errored(too_many)
     log.info("run %s: measuring %s@%s", spec.run_id, spec.repository, spec.sha[:12])
     app.signature("roofwatch.run_started", args=(spec.run_id,)).apply_async()
-    envelope = run_job(spec, progress=_progress_reporter(self))
+    try:
+        envelope = run_job(spec, progress=_progress_reporter(self))
+    except SoftTimeLimitExceeded:
+        return errored(f"the run exceeded its time limit ({self.soft_time_limit:.0f} s) and was stopped")
     log.info("run %s: %s", spec.run_id, envelope.status)
     return envelope.model_dump(mode="json")
+
+
+def _local(task: Any, job: dict[str, Any]) -> dict[str, Any]:
+    """The job with this host's data directory: mirrors and worktrees are per host, not the submitter's."""
+    if task.request.is_eager:
+        return job
+    return job | {"data_dir": str(get_settings().data_dir)}
+
+
+def _too_many_attempts(task: Any) -> str | None:
+    """Why this delivery must not run again, or None. Counted in the broker's Redis."""
+    if task.request.is_eager:
+        return None
+    attempt = redelivery.count_attempt(redelivery.client_for(get_settings().broker_url), task.request.id)
+    if attempt > redelivery.MAX_ATTEMPTS:
+        return (f"not run again: the worker was lost {attempt - 1} times while running it "
+                f"(a crash, an out-of-memory kill or a host failure); rejected after {redelivery.MAX_ATTEMPTS} attempts")
+    if attempt > 1:
+        log.warning("task %s: attempt %d of %d (redelivered after its worker was lost)",
+                    task.request.id, attempt, redelivery.MAX_ATTEMPTS)
+    return None
 
 
 def _progress_reporter(task: Any):  # type: ignore[no-untyped-def]
@@ -45,12 +92,27 @@ def _progress_reporter(task: Any):  # type: ignore[no-untyped-def]
           soft_time_limit=8 * 3600, time_limit=8 * 3600 + 300)
 def run_ab_task(self: Any, job: dict[str, Any]) -> dict[str, Any]:
     """Interleave ``job`` (an ``ABJob`` as a dict) and return the A/B envelope as JSON-ready data."""
-    spec = ABJob(**job)
+    spec = ABJob(**_local(self, job))
+    started = datetime.now(UTC)
+
+    def errored(reason: str) -> dict[str, Any]:
+        log.error("comparison %s: %s", spec.comparison_id, reason)
+        return ABEnvelope(comparison_id=spec.comparison_id, idempotency_key=spec.idempotency_key,
+                          repository=spec.repository, base_sha=spec.base_sha, head_sha=spec.head_sha,
+                          status="errored", reason=reason, device=probe(), started_at=started,
+                          finished_at=datetime.now(UTC)).model_dump(mode="json")
+
+    too_many = _too_many_attempts(self)
+    if too_many:
+        return errored(too_many)
     log.info("comparison %s: %s %s..%s", spec.comparison_id, spec.repository, spec.base_sha[:12], spec.head_sha[:12])
     if spec.run_id is not None:
         app.signature("roofwatch.run_started", args=(spec.run_id,)).apply_async()
     listener = ab_progress.get()
-    envelope = run_ab(spec, progress=listener)
+    try:
+        envelope = run_ab(spec, progress=listener)
+    except SoftTimeLimitExceeded:
+        return errored(f"the comparison exceeded its time limit ({self.soft_time_limit:.0f} s) and was stopped")
     log.info("comparison %s: %s after %d round(s)", spec.comparison_id, envelope.status,
              len({r.index for r in envelope.rounds}))
     return envelope.model_dump(mode="json")
