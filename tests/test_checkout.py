@@ -185,3 +185,26 @@ def test_commit_info(source: tuple[Path, dict[str, str]], mirrors: Path) -> None
     assert info.author == "Kernel Dev <dev@example.com>"
     assert info.message == "Fuse saxpy (wrong sign)"
     assert info.committed_at.timestamp() == 1_700_000_000 + 2 * 60
+
+
+def _measure_in_parallel(args: tuple[str, str, str, str]) -> tuple[str, str]:
+    """One worker process: mirror (clone or fetch), check one SHA out, read it back."""
+    mirrors_dir, worktrees_dir, source, sha = args
+    mirror = checkout.ensure_mirror(Path(mirrors_dir), source)
+    with checkout.worktree(mirror, sha, Path(worktrees_dir)) as tree:
+        return sha, git(tree, "rev-parse", "HEAD")
+
+
+def test_concurrent_runs_of_one_repository_share_the_mirror_safely(
+        source: tuple[Path, dict[str, str]], mirrors: Path, tmp_path: Path) -> None:
+    from concurrent.futures import ProcessPoolExecutor
+
+    repo, shas = source
+    jobs = [(str(mirrors), str(tmp_path / "worktrees"), str(repo), sha) for sha in list(shas.values()) * 3]
+    with ProcessPoolExecutor(max_workers=6) as pool:
+        results = list(pool.map(_measure_in_parallel, jobs))
+
+    assert all(sha == head for sha, head in results)
+    assert [p.name for p in mirrors.glob("*.git")] == [checkout.mirror_path(mirrors, str(repo)).name]
+    assert list((tmp_path / "worktrees").iterdir()) == []
+    assert git(checkout.mirror_path(mirrors, str(repo)), "worktree", "list").count("\n") == 0

@@ -1,0 +1,40 @@
+"""What a worker decides before it starts consuming: its name, its queues, what it may hold."""
+
+from __future__ import annotations
+
+import pytest
+
+from service.config import get_settings
+from workers import worker
+from workers.device import probe, queue_name
+
+
+def test_gpu_worker_is_named_after_its_gpu_and_serves_only_its_queue() -> None:
+    own = queue_name(probe().device_class)
+    plan = worker.plan(gpu=1, queues=own, name=None)
+    assert plan.name == "gpu1" and plan.queues == [own] and plan.gpu_only
+    assert plan.node.startswith("gpu1@")
+
+
+def test_default_worker_serves_device_cpu_and_ingest() -> None:
+    plan = worker.plan(gpu=None, queues=None, name=None)
+    assert plan.name == "main" and not plan.gpu_only
+    assert plan.queues == [queue_name(probe().device_class), "cpu", "ingest"]
+    assert worker.plan(gpu=None, queues="cpu,ingest", name=None).name == "cpu"
+    assert worker.plan(gpu=None, queues="cpu", name="east").name == "east"
+
+
+def test_gpu_only_worker_drops_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROOFWATCH_DATABASE_URL", "postgresql://roofwatch:secret@db/roofwatch")
+    monkeypatch.setenv("ROOFWATCH_GITHUB_TOKEN", "ghp_secret")
+    monkeypatch.setenv("ROOFWATCH_BROKER_URL", "redis://broker:6379/0")
+    get_settings.cache_clear()
+    assert get_settings().database_url is not None
+
+    dropped = worker.drop_secrets()
+
+    assert dropped == ["ROOFWATCH_DATABASE_URL", "ROOFWATCH_GITHUB_TOKEN"]
+    settings = get_settings()
+    assert settings.database_url is None and settings.github_token is None
+    assert settings.broker_url == "redis://broker:6379/0"  # the broker is all it keeps
+    get_settings.cache_clear()
