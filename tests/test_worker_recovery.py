@@ -258,3 +258,30 @@ def test_crashing_hanging_and_flooding_suites_are_recorded_and_the_worker_surviv
     assert suites["hang"][0] == "timeout" and "timed out after 3 s" in suites["hang"][1]
     assert suites["flood"][0] == "passed" and "bytes of output dropped" in suites["flood"][2]
     assert suites["secrets"][0] == "passed", suites["secrets"][2]
+
+
+def test_revoked_run_stops_its_suite_and_stays_revoked_across_a_restart(cluster: Cluster, tmp_path: Path) -> None:
+    """What superseding a pull request's older head relies on: revoke(terminate=True)."""
+    from celery import Celery
+
+    from service.pipeline import task_id_for_run
+
+    repo = tmp_path / "repo"
+    suite_repo(repo, {"correctness": SLOW_SUITE}, {"checks/test_slow.py": slow_check(cluster.markers, 60)})
+    cpu, gpu = cluster.cpu_worker(), cluster.gpu_worker().start()
+    control = Celery(broker=cluster.redis.url)
+    try:
+        cluster.submit(repo)
+        first = wait_for(cluster.started, 120, "the suite to start")[0]  # type: ignore[index]
+        run_id = cluster.runs()[0][0]
+        control.control.revoke(task_id_for_run(run_id), terminate=True)
+        suite_pid = int(first.name.split("-")[1])
+        wait_for(lambda: not _alive(suite_pid), 20, "the revoked run's suite to stop")
+        gpu.kill()
+        gpu.start()
+        threading.Event().wait(8)
+    finally:
+        gpu.stop()
+        cpu.stop()
+        control.close()
+    assert len(cluster.started()) == 1, "a revoked run was measured again"
