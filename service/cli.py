@@ -139,6 +139,48 @@ def beat(loglevel: Annotated[str, typer.Option("--loglevel")] = "info") -> None:
 
 
 @app.command()
+def calibrate(
+    gpu: Annotated[int | None, typer.Option("--gpu", help="CUDA device index (default: GPU 0, else the CPU)")] = None,
+    store: Annotated[bool, typer.Option("--store/--no-store", help="store the peaks on this device's record")] = True,
+) -> None:
+    """Measure this device's peak bandwidth and FLOP/s: the roofs its benchmarks are held to.
+
+    Stored on the device's record (embedded: in-process; with a broker: through the ingest
+    queue) and cached for `roofwatch worker` on this host.
+    """
+    from suites.roofline import datasheet_peaks
+    from workers.calibrate import CalibrationError, peak_rows, store_cached, with_peaks
+    from workers.calibrate import calibrate as measure
+    from workers.device import probe
+
+    info = probe(gpu or 0)
+    console.print(f"calibrating [bold]{info.device_class}[/] (copy bandwidth, matmul per dtype) ...")
+    try:
+        calibration = measure(f"cuda:{gpu}" if gpu is not None else None)
+    except CalibrationError as exc:
+        _fail(str(exc))
+    table = Table("peak", "measured", "datasheet", "measured / datasheet",
+                  title=f"{info.device_class}, {calibration.timer} timer, {calibration.seconds:.1f} s")
+    for row in peak_rows(calibration, datasheet_peaks(info.device_class)):
+        table.add_row(*row)
+    console.print(table)
+    for dtype, why in calibration.skipped.items():
+        console.print(f"{dtype} not measured: {why}")
+    if not store:
+        return
+    from service.tasks import register_device
+
+    settings = get_settings()
+    store_cached(settings.data_dir, info.fingerprint, calibration)
+    _prepare_database()
+    sent = register_device.delay(with_peaks(info, calibration).model_dump(mode="json"))
+    if settings.embedded:
+        console.print(f"stored as measured peaks of device {sent.get()}")
+    else:
+        console.print("sent to the ingest queue (roofwatch.register_device)")
+
+
+@app.command()
 def regressions(
     repo: Annotated[str | None, typer.Option("--repo")] = None,
     format_: Annotated[str, typer.Option("--format", help="table | json")] = "table",

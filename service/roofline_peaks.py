@@ -4,12 +4,21 @@ from __future__ import annotations
 
 from service.models import Device
 from suites.roofline import Peaks, datasheet_peaks, roofline_fraction
+from workers.device import is_cpu
 
 
 def peaks_for(device: Device) -> Peaks | None:
-    """Calibrated peaks when ``roofwatch calibrate`` stored them, else datasheet ones, else None."""
+    """Calibrated peaks when ``roofwatch calibrate`` stored them, else datasheet ones, else None.
+
+    A CPU gets no roofs: its benchmarks are small enough to run from cache and the harness
+    flushes no CPU cache, so a DRAM roof would be beaten by every cache-resident case and
+    reported as a harness error, not as a fraction anyone could act on.
+    """
+    if is_cpu(device.device_class):
+        return None
     if device.peak_bandwidth and device.peak_flops:
-        return Peaks(bandwidth=device.peak_bandwidth, flops=dict(device.peak_flops), source="measured")
+        return Peaks(bandwidth=device.peak_bandwidth, flops=dict(device.peak_flops),
+                     source="datasheet" if device.peaks_source == "datasheet" else "measured")
     return datasheet_peaks(device.device_class)
 
 

@@ -151,11 +151,16 @@ def deliver_reports() -> dict[str, int]:
 
 @app.task(name="roofwatch.register_device", **RETRY)
 def register_device(device: dict[str, Any]) -> int:
-    """A worker announces its device on start; the device row exists before its first run."""
+    """A worker announces its device on start; the device row exists before its first run.
+
+    Measured peaks in the message (from ``roofwatch calibrate`` or a worker's calibration on
+    start) are stored on the row; a message without them keeps what the row has.
+    """
     info = DeviceInfo.model_validate(device)
     with session_scope() as session:
         row = upsert_device(session, info)
-        log.info("device %s (%s) registered from %s", row.id, info.device_class, info.hostname)
+        peaks = "measured peaks stored" if info.peak_bandwidth and info.peak_flops else "no peaks in the message"
+        log.info("device %s (%s) registered from %s; %s", row.id, info.device_class, info.hostname, peaks)
         return row.id  # type: ignore[return-value]
 
 

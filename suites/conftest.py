@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 import torch
 
+from suites.harness import kernel_benchmark, kernel_timer  # noqa: F401  (fixtures)
+
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 

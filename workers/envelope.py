@@ -27,6 +27,12 @@ class DeviceInfo(BaseModel):
     power_limit_w: float | None = None
     l2_bytes: int | None = None
     hostname: str = ""
+    # Peaks measured by `roofwatch calibrate` on this device: bytes/s, and FLOP/s by dtype name
+    # (fp32, tf32, fp16, bf16, fp8). Optional with empty defaults, so envelopes and
+    # register_device messages from workers that predate them still validate; that is why
+    # ENVELOPE_VERSION did not change. Empty means "not measured", never "zero".
+    peak_bandwidth: float | None = None
+    peak_flops: dict[str, float] = Field(default_factory=dict)
 
 
 class OutcomeRecord(BaseModel):

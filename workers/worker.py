@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 from service.config import get_settings
 from workers import redelivery
+from workers.calibrate import calibrated
 from workers.celery_app import CPU_QUEUE, INGEST_QUEUE, app
-from workers.device import probe, queue_name
+from workers.device import is_cpu, probe, queue_name
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,13 @@ def start_worker(gpu: int | None, queues: str | None, name: str | None, loglevel
         log.warning("running as root without ROOFWATCH_SUITE_USER: suites run as root too")
     redelivery.install(app, worker.node, worker.device_class, worker.queues, settings.broker_url)
     # The device row and its calibration exist before the first run reaches the database.
-    app.signature("roofwatch.register_device", args=(probe(0).model_dump(mode="json"),)).apply_async()
+    # Measured once per device fingerprint on this host (cached under the data dir), in a child
+    # process, before this worker takes any task: nothing else runs on the device meanwhile.
+    # A CPU has no roofline worth holding interpreted kernels to (see service.roofline_peaks),
+    # so only GPUs are calibrated here; `roofwatch calibrate` still measures a CPU on request.
+    found = probe(0)
+    device = calibrated(found, settings.data_dir) if not is_cpu(found.device_class) else found
+    app.signature("roofwatch.register_device", args=(device.model_dump(mode="json"),)).apply_async()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     app.worker_main([
         "worker", f"--queues={','.join(worker.queues)}", "--concurrency=1", "--prefetch-multiplier=1",

@@ -1,0 +1,343 @@
+"""Measure this device's roofs: DRAM bandwidth and matrix-multiply FLOP/s per dtype.
+
+Bandwidth: copy a buffer far larger than any cache (1 GiB on a GPU, 64 MiB on a CPU) into
+another; bytes moved = bytes read + bytes written = 2 × the buffer. FLOP/s: ``torch.matmul``
+of square random matrices (8192² on a GPU, a few hundred on a CPU), ``2·n³`` FLOP per call;
+``fp32`` with TF32 off, ``tf32`` with it on, ``fp16``, ``bf16``, and ``fp8`` (e4m3 through
+``torch._scaled_mm``) where the GPU has fp8 matrix units (compute capability 8.9+). Inputs are
+random, never zeros. Each figure is the best sample of an adaptive ``suites.timing`` run
+(``GpuTimer`` without L2 flush or graphs, the buffers dwarf the cache and calls last
+milliseconds; ``HostTimer`` on a CPU, which is then the device): the roofs must be the highest
+rates reachable, so that an honest kernel never lands above them.
+
+``python -m workers.calibrate [--gpu N]`` prints the calibration as JSON; a worker runs it
+that way (``calibrated``) so that its own long-lived process never holds a CUDA context, and
+caches the result under its data dir by device fingerprint, so a restart does not measure again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from suites.roofline import Peaks
+from suites.timing import GpuTimer, GraphPolicy, HostTimer, StoppingRule, Timer, WarmUp
+from workers.envelope import DeviceInfo
+from workers.errors import RoofwatchError
+
+log = logging.getLogger(__name__)
+
+MATMUL_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
+CALIBRATION_TIMEOUT_S = 900.0
+
+
+class CalibrationError(RoofwatchError):
+    """The device could not be measured (no such GPU, a crash, unreadable output)."""
+
+
+@dataclass(frozen=True)
+class CalibrationPlan:
+    """What to measure: copy buffer size (bytes, each of two), matmul size per dtype, stopping rule."""
+
+    copy_bytes: int  # a multiple of 4
+    matmul_n: dict[str, int]
+    rule: StoppingRule
+    warmup: WarmUp
+
+
+GPU_PLAN = CalibrationPlan(
+    copy_bytes=1 << 30,
+    # 8192² is 1.1 TFLOP per call: milliseconds even at fp8 rates, enough tiles for every SM.
+    matmul_n={dtype: 8192 for dtype in MATMUL_DTYPES},
+    rule=StoppingRule(min_samples=10, max_samples=200, max_time_s=2.0),
+    warmup=WarmUp(time_s=0.25, max_calls=200),
+)
+# Sized for a quick start of a CPU worker (a few seconds): fp16 matmul has no fast CPU path
+# in most builds, hence its small size.
+CPU_PLAN = CalibrationPlan(
+    copy_bytes=64 << 20,
+    matmul_n={"fp32": 512, "bf16": 256, "fp16": 128},
+    rule=StoppingRule(min_samples=5, max_samples=200, max_time_s=0.5),
+    warmup=WarmUp(time_s=0.02, max_calls=5),
+)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Measured peaks of one device: ``bandwidth`` in bytes/s, ``flops`` in FLOP/s by dtype.
+
+    ``sizes`` records what was measured (``copy_bytes``, ``matmul_<dtype>`` = n); ``details``
+    per measurement the best and median seconds per call, the sample count and whether the
+    median converged; ``skipped`` names the dtypes this device could not run, and why.
+    """
+
+    device: str
+    bandwidth: float
+    flops: dict[str, float]
+    sizes: dict[str, int]
+    timer: str
+    details: dict[str, dict[str, Any]] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Calibration:
+        try:
+            data = json.loads(text)
+            calibration = cls(**data)
+        except (json.JSONDecodeError, TypeError) as exc:
+            raise CalibrationError(f"not a calibration: {exc}") from exc
+        if not (_positive(calibration.bandwidth) and calibration.flops
+                and all(_positive(v) for v in calibration.flops.values())):
+            raise CalibrationError("calibration without positive finite peaks")
+        return calibration
+
+
+def _positive(value: object) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def calibrate(device: Any = None, plan: CalibrationPlan | None = None) -> Calibration:
+    """Measure ``device`` (a torch device; default: the first GPU, else the CPU)."""
+    import torch
+
+    dev = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if dev.type == "cuda":
+        if not torch.cuda.is_available() or (dev.index or 0) >= torch.cuda.device_count():
+            raise CalibrationError(f"no CUDA device {dev}")
+        dev = torch.device("cuda", dev.index or 0)
+    on_gpu = dev.type == "cuda"
+    plan = plan or (GPU_PLAN if on_gpu else CPU_PLAN)
+    started = time.perf_counter()
+    with _on(dev):
+        timer: Timer = (
+            GpuTimer.for_device(dev, rule=plan.rule, warmup=plan.warmup, flush_l2=False,
+                                graphs=GraphPolicy(enabled=False))
+            if on_gpu else HostTimer(rule=plan.rule, warmup=plan.warmup)
+        )
+        try:
+            return _measure(torch, dev, plan, timer, started)
+        finally:
+            timer.close()
+
+
+@contextmanager
+def _on(dev: Any) -> Iterator[None]:
+    """Make ``dev`` the current CUDA device (torch's events and streams follow it)."""
+    import torch
+
+    if dev.type != "cuda":
+        yield
+        return
+    with torch.cuda.device(dev):
+        yield
+
+
+def _measure(torch: Any, dev: Any, plan: CalibrationPlan, timer: Timer, started: float) -> Calibration:
+    gen = torch.Generator(device=dev).manual_seed(0)
+    details: dict[str, dict[str, Any]] = {}
+    skipped: dict[str, str] = {}
+    sizes: dict[str, int] = {"copy_bytes": plan.copy_bytes}
+
+    details["copy"] = _timed(timer, _copy(torch, plan.copy_bytes, dev, gen))
+    bandwidth = 2 * plan.copy_bytes / details["copy"]["best_s"]
+
+    flops: dict[str, float] = {}
+    for dtype, n in plan.matmul_n.items():
+        try:
+            call = _matmul(torch, dtype, n, dev, gen)
+        except _Unsupported as exc:
+            skipped[dtype] = str(exc)
+            continue
+        sizes[f"matmul_{dtype}"] = n
+        with _fp32_precision(torch, "high" if dtype == "tf32" else "highest"):
+            details[f"matmul_{dtype}"] = _timed(timer, call)
+        flops[dtype] = 2 * n**3 / details[f"matmul_{dtype}"]["best_s"]
+        del call
+    name = "cpu"
+    if dev.type == "cuda":
+        torch.cuda.empty_cache()
+        name = torch.cuda.get_device_name(dev)
+    return Calibration(device=name, bandwidth=bandwidth, flops=flops, sizes=sizes, timer=timer.name,
+                       details=details, skipped=skipped, seconds=time.perf_counter() - started)
+
+
+def _timed(timer: Timer, call: Callable[[], object]) -> dict[str, Any]:
+    result = timer.measure(call)
+    return {"best_s": min(result.samples), "median_s": result.median, "n": result.n,
+            "converged": result.converged, "timer": result.timer}
+
+
+def _copy(torch: Any, nbytes: int, dev: Any, gen: Any) -> Callable[[], object]:
+    """A call reading ``nbytes`` (fp32, random) and writing them to a second buffer."""
+    src = torch.randn(nbytes // 4, generator=gen, device=dev)
+    dst = torch.empty_like(src)
+    return lambda: dst.copy_(src)
+
+
+def _matmul(torch: Any, dtype: str, n: int, dev: Any, gen: Any) -> Callable[[], object]:
+    """A call doing one ``n``×``n``×``n`` product in ``dtype``; raises ``_Unsupported``."""
+    on_gpu = dev.type == "cuda"
+    if dtype == "fp8":
+        if not on_gpu:
+            raise _Unsupported("no fp8 matrix units on a CPU")
+        if torch.cuda.get_device_capability(dev) < (8, 9):
+            raise _Unsupported("fp8 matmul needs compute capability 8.9 or newer")
+        a = torch.randn(n, n, generator=gen, device=dev).to(torch.float8_e4m3fn)
+        # _scaled_mm wants its second operand column-major.
+        b = torch.randn(n, n, generator=gen, device=dev).to(torch.float8_e4m3fn).t()
+        scale = torch.ones((), device=dev, dtype=torch.float32)
+
+        def fp8() -> object:
+            return torch._scaled_mm(a, b, scale_a=scale, scale_b=scale, out_dtype=torch.bfloat16,
+                                    use_fast_accum=True)
+
+        try:
+            fp8()
+        except (RuntimeError, TypeError) as exc:
+            raise _Unsupported(f"torch._scaled_mm: {exc}".splitlines()[0]) from exc
+        return fp8
+    if dtype == "tf32" and not on_gpu:
+        raise _Unsupported("TF32 is a GPU tensor-core format")
+    torch_dtype = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    a = torch.randn(n, n, generator=gen, device=dev, dtype=torch_dtype)
+    b = torch.randn(n, n, generator=gen, device=dev, dtype=torch_dtype)
+    out = torch.empty(n, n, device=dev, dtype=torch_dtype)
+    return lambda: torch.matmul(a, b, out=out)
+
+
+@contextmanager
+def _fp32_precision(torch: Any, precision: str) -> Iterator[None]:
+    """fp32 matmuls in ``precision`` ("highest": IEEE fp32, "high": TF32 allowed) for a while."""
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(precision)
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(before)
+
+
+# --- reporting ------------------------------------------------------------------------------
+
+
+def _rate(value: float, unit: str) -> str:
+    """``4.31 TB/s``, ``812 TFLOP/s``, ``19.0 GFLOP/s``: three significant figures, SI prefix."""
+    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if value >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+def peak_rows(calibration: Calibration, datasheet: Peaks | None) -> list[tuple[str, str, str, str]]:
+    """(peak, measured, datasheet, measured/datasheet) per measured roof, for a table.
+
+    Dashes where the datasheet has no figure (any CPU; a GPU not in ``DATASHEET_PEAKS``).
+    """
+    rows = [_row("DRAM bandwidth", calibration.bandwidth, datasheet.bandwidth if datasheet else None, "B/s")]
+    for dtype, measured in calibration.flops.items():
+        listed = datasheet.flops.get(dtype) if datasheet else None
+        rows.append(_row(f"{dtype} matmul", measured, listed, "FLOP/s"))
+    return rows
+
+
+def _row(label: str, measured: float, listed: float | None, unit: str) -> tuple[str, str, str, str]:
+    if not listed:
+        return label, _rate(measured, unit), "—", "—"
+    return label, _rate(measured, unit), _rate(listed, unit), f"{measured / listed:.0%}"
+
+
+# --- for workers: measure once per device and host, in a subprocess -------------------------
+
+
+def cache_path(data_dir: Path, fingerprint: str) -> Path:
+    return data_dir / "calibration" / f"{fingerprint}.json"
+
+
+def load_cached(data_dir: Path, fingerprint: str) -> Calibration | None:
+    path = cache_path(data_dir, fingerprint)
+    try:
+        return Calibration.from_json(path.read_text(encoding="utf-8"))
+    except (OSError, CalibrationError):
+        return None
+
+
+def store_cached(data_dir: Path, fingerprint: str, calibration: Calibration) -> Path:
+    path = cache_path(data_dir, fingerprint)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_text(calibration.to_json(), encoding="utf-8")
+    partial.replace(path)  # atomic: a reader sees the old file or the whole new one
+    return path
+
+
+def with_peaks(info: DeviceInfo, calibration: Calibration) -> DeviceInfo:
+    return info.model_copy(update={"peak_bandwidth": calibration.bandwidth, "peak_flops": dict(calibration.flops)})
+
+
+def calibrate_in_subprocess(gpu: int | None = None, timeout_s: float = CALIBRATION_TIMEOUT_S) -> Calibration:
+    """``python -m workers.calibrate`` in a child process; its CUDA context dies with it."""
+    command = [sys.executable, "-m", "workers.calibrate", *(["--gpu", str(gpu)] if gpu is not None else [])]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise CalibrationError(f"calibration took longer than {timeout_s:.0f} s") from exc
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        raise CalibrationError(f"calibration exited {done.returncode}: {done.stderr.strip()[-2000:]}")
+    return Calibration.from_json(lines[-1])
+
+
+def calibrated(info: DeviceInfo, data_dir: Path,
+               measure: Callable[[], Calibration] = calibrate_in_subprocess) -> DeviceInfo:
+    """``info`` with this host's measured peaks: cached by fingerprint, else measured now.
+
+    A device that cannot be measured is still registered, without peaks (the datasheet then
+    stands in, marked as such); a worker never fails to start over its calibration.
+    """
+    calibration = load_cached(data_dir, info.fingerprint)
+    if calibration is None:
+        log.info("calibrating %s (no measured peaks cached for this device)", info.device_class)
+        try:
+            calibration = measure()
+        except CalibrationError as exc:
+            log.warning("calibration of %s failed, registering it without measured peaks: %s",
+                        info.device_class, exc)
+            return info
+        store_cached(data_dir, info.fingerprint, calibration)
+        log.info("calibrated %s in %.1f s", info.device_class, calibration.seconds)
+    return with_peaks(info, calibration)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m workers.calibrate", description=__doc__.splitlines()[0])
+    parser.add_argument("--gpu", type=int, default=None, help="CUDA device index (default: 0, or the CPU)")
+    args = parser.parse_args(argv)
+    try:
+        calibration = calibrate(f"cuda:{args.gpu}" if args.gpu is not None else None)
+    except CalibrationError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(calibration.to_json())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
