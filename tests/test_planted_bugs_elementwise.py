@@ -6,38 +6,15 @@ Each plant is a one-line change to a copy of ``kernels/`` in a temp dir: an off-
 the Triton interpreter, and must fail with a message naming the error; the same cases against
 an unmodified copy must pass, so a failure is the plant's doing and not the harness's.
 
-How the copy wins the import: pytest runs from the temp dir (``python -m`` puts the working
-directory first on ``sys.path``) with ``--import-mode=append``, so the repository root it adds
-for the ``suites`` package goes last instead of first, and the editable install's finder
-comes after ``sys.path``. The real suite's invocation is untouched.
+The machinery is in ``planted_kernels``.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-@dataclass(frozen=True)
-class Plant:
-    """A bug: ``find`` replaced by ``replace`` once in ``kernels/<module>``."""
-
-    name: str
-    module: str
-    find: str
-    replace: str
-    case: str  # node id, relative to the repository root, of a case that must catch it
-    message: str  # what the failure must say
-
+from planted_kernels import Plant, assert_caught, assert_passes, planted_tree, run_cases
 
 PLANTS = [
     Plant(
@@ -82,38 +59,11 @@ PLANTS = [
 ]
 
 
-def _kernels_copy(dest: Path, plants: list[Plant]) -> Path:
-    """A copy of ``kernels/`` under ``dest`` with every plant in ``plants`` applied."""
-    package = dest / "kernels"
-    shutil.copytree(ROOT / "kernels", package, ignore=shutil.ignore_patterns("__pycache__"))
-    for plant in plants:
-        path = package / plant.module
-        source = path.read_text()
-        # A plant that no longer matches the kernel would make the suite pass for the wrong
-        # reason; say so instead.
-        assert source.count(plant.find) == 1, f"plant {plant.name!r} no longer matches kernels/{plant.module}"
-        path.write_text(source.replace(plant.find, plant.replace))
-    return dest
-
-
-def _run_cases(workdir: Path, junit: Path) -> dict[str, ET.Element]:
-    """Run every plant's case against the ``kernels`` in ``workdir``; testcases by name."""
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(workdir)}
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", *(str(ROOT / p.case) for p in PLANTS), f"--rootdir={ROOT}",
-         "--import-mode=append", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}"],
-        cwd=workdir, env=env, capture_output=True, text=True, timeout=600,
-    )
-    assert junit.exists(), f"pytest wrote no report (exit {done.returncode}):\n{done.stdout[-4000:]}{done.stderr[-2000:]}"
-    cases = {case.get("name", ""): case for case in ET.parse(junit).iter("testcase")}
-    assert len(cases) == len(PLANTS), f"expected {len(PLANTS)} cases, ran {sorted(cases)}:\n{done.stdout[-4000:]}"
-    return cases
-
 
 @pytest.fixture(scope="module")
 def clean_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ET.Element]:
     root = tmp_path_factory.mktemp("clean")
-    return _run_cases(_kernels_copy(root / "tree", []), root / "junit.xml")
+    return run_cases(planted_tree(root / "tree", []), root / "junit.xml", PLANTS)
 
 
 @pytest.fixture(scope="module")
@@ -121,23 +71,14 @@ def planted_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ET.El
     # Each plant's case imports only the module its plant changed, so all three can share
     # one tree and one interpreter start-up.
     root = tmp_path_factory.mktemp("planted")
-    return _run_cases(_kernels_copy(root / "tree", PLANTS), root / "junit.xml")
-
-
-def _case_name(plant: Plant) -> str:
-    return plant.case.rpartition("::")[2]
+    return run_cases(planted_tree(root / "tree", PLANTS), root / "junit.xml", PLANTS)
 
 
 @pytest.mark.parametrize("plant", PLANTS, ids=lambda p: p.name)
 def test_unmodified_kernel_passes(plant: Plant, clean_results: dict[str, ET.Element]) -> None:
-    case = clean_results[_case_name(plant)]
-    problems = [child for child in case if child.tag in ("failure", "error", "skipped")]
-    assert not problems, f"{plant.case} does not pass on the unmodified kernels: {problems[0].get('message')}"
+    assert_passes(plant, clean_results)
 
 
 @pytest.mark.parametrize("plant", PLANTS, ids=lambda p: p.name)
 def test_planted_bug_fails_the_suite(plant: Plant, planted_results: dict[str, ET.Element]) -> None:
-    failure = planted_results[_case_name(plant)].find("failure")
-    assert failure is not None, f"the suite missed the planted bug {plant.name!r}: {plant.case} passed"
-    report = f"{failure.get('message', '')}\n{failure.text or ''}"
-    assert plant.message in report, f"{plant.case} failed, but not with {plant.message!r}:\n{report[-2000:]}"
+    assert_caught(plant, planted_results)

@@ -20,32 +20,13 @@ comes after ``sys.path``. The real suite's invocation is untouched.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
+from planted_kernels import Plant, assert_caught, assert_passes, case_name, planted_tree, run_cases
 
-ROOT = Path(__file__).resolve().parents[1]
 RMSNORM_CASES = "suites/correctness/test_rmsnorm.py"
 LAYERNORM_CASES = "suites/correctness/test_layernorm.py"
-
-
-@dataclass(frozen=True)
-class Plant:
-    """A bug: ``find`` replaced by ``replace`` once in ``kernels/<module>``."""
-
-    name: str
-    module: str
-    find: str
-    replace: str
-    case: str  # node id, relative to the repository root, of a case that must catch it
-    message: str  # what the failure must say
-    batch: int  # plants of one batch share a tree and a subprocess
 
 
 PLANTS = [
@@ -113,38 +94,11 @@ PLANTS = [
 BATCHES = sorted({plant.batch for plant in PLANTS})
 
 
-def _tree(dest: Path, plants: list[Plant]) -> Path:
-    """A copy of ``kernels/`` under ``dest`` with every plant in ``plants`` applied."""
-    package = dest / "kernels"
-    shutil.copytree(ROOT / "kernels", package, ignore=shutil.ignore_patterns("__pycache__"))
-    for plant in plants:
-        path = package / plant.module
-        source = path.read_text()
-        # A plant that no longer matches the kernel would make the suite pass for the wrong
-        # reason; say so instead.
-        assert source.count(plant.find) == 1, f"plant {plant.name!r} no longer matches kernels/{plant.module}"
-        path.write_text(source.replace(plant.find, plant.replace))
-    return dest
-
-
-def _run_cases(workdir: Path, junit: Path, plants: list[Plant]) -> dict[str, ET.Element]:
-    """Run ``plants``' cases against the ``kernels`` in ``workdir``; testcases by name."""
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(workdir)}
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", *(str(ROOT / p.case) for p in plants), f"--rootdir={ROOT}",
-         "--import-mode=append", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}"],
-        cwd=workdir, env=env, capture_output=True, text=True, timeout=600,
-    )
-    assert junit.exists(), f"pytest wrote no report (exit {done.returncode}):\n{done.stdout[-4000:]}{done.stderr[-2000:]}"
-    cases = {case.get("name", ""): case for case in ET.parse(junit).iter("testcase")}
-    assert len(cases) == len(plants), f"expected {len(plants)} cases, ran {sorted(cases)}:\n{done.stdout[-4000:]}"
-    return cases
-
 
 @pytest.fixture(scope="module")
 def clean_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ET.Element]:
     root = tmp_path_factory.mktemp("clean")
-    return _run_cases(_tree(root / "tree", []), root / "junit.xml", PLANTS)
+    return run_cases(planted_tree(root / "tree", []), root / "junit.xml", PLANTS)
 
 
 @pytest.fixture(scope="module")
@@ -153,30 +107,21 @@ def planted_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ET.El
     for batch in BATCHES:
         plants = [plant for plant in PLANTS if plant.batch == batch]
         root = tmp_path_factory.mktemp(f"planted{batch}")
-        results.update(_run_cases(_tree(root / "tree", plants), root / "junit.xml", plants))
+        results.update(run_cases(planted_tree(root / "tree", plants), root / "junit.xml", plants))
     return results
-
-
-def _case_name(plant: Plant) -> str:
-    return plant.case.rpartition("::")[2]
 
 
 def test_plants_in_a_batch_have_cases_of_their_own() -> None:
     for batch in BATCHES:
-        names = [_case_name(plant) for plant in PLANTS if plant.batch == batch]
+        names = [case_name(plant) for plant in PLANTS if plant.batch == batch]
         assert len(names) == len(set(names)), f"batch {batch} runs one case for two plants"
 
 
 @pytest.mark.parametrize("plant", PLANTS, ids=lambda p: p.name)
 def test_unmodified_kernel_passes(plant: Plant, clean_results: dict[str, ET.Element]) -> None:
-    case = clean_results[_case_name(plant)]
-    problems = [child for child in case if child.tag in ("failure", "error", "skipped")]
-    assert not problems, f"{plant.case} does not pass on the unmodified kernels: {problems[0].get('message')}"
+    assert_passes(plant, clean_results)
 
 
 @pytest.mark.parametrize("plant", PLANTS, ids=lambda p: p.name)
 def test_planted_bug_fails_the_suite(plant: Plant, planted_results: dict[str, ET.Element]) -> None:
-    failure = planted_results[_case_name(plant)].find("failure")
-    assert failure is not None, f"the suite missed the planted bug {plant.name!r}: {plant.case} passed"
-    report = f"{failure.get('message', '')}\n{failure.text or ''}"
-    assert plant.message in report, f"{plant.case} failed, but not with {plant.message!r}:\n{report[-2000:]}"
+    assert_caught(plant, planted_results)

@@ -14,11 +14,12 @@ import torch
 import torch.nn.functional as F
 
 from kernels.attention import attention, attention_reference
+from suites.checks import IGNORE_RECORD_PROPERTY_WARNING, record_errors, shape_id
 from suites.tolerances import ErrorStats, Tolerance, assert_close, assert_within_torch_error, dtype_name
 
 # pytest's default junit family (xunit2) warns on record_property yet still writes the
 # properties, which roofwatch reads; the warning says nothing useful on every case.
-pytestmark = pytest.mark.filterwarnings("ignore:record_property is incompatible")
+pytestmark = IGNORE_RECORD_PROPERTY_WARNING
 
 ON_GPU = torch.cuda.is_available()
 DEVICE = "cuda" if ON_GPU else "cpu"
@@ -49,10 +50,6 @@ if ON_GPU and not INTERPRETED:
 
 DTYPES = [torch.float16, torch.bfloat16]
 SEEDS = [0, 1]
-
-
-def _id(shape: tuple[int, ...]) -> str:
-    return "x".join(str(s) for s in shape)
 
 
 def _torch_floor(expected: torch.Tensor, dtype: torch.dtype) -> float:
@@ -107,7 +104,7 @@ def _check(out: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
 @pytest.mark.parametrize("dist", list(DISTRIBUTIONS))
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_name)
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-@pytest.mark.parametrize("shape", SHAPES, ids=_id)
+@pytest.mark.parametrize("shape", SHAPES, ids=shape_id)
 def test_attention(
     shape: tuple[int, int, int, int],
     causal: bool,
@@ -125,8 +122,7 @@ def test_attention(
     assert result.data_ptr() == out.data_ptr(), "attention must write into the out= tensor"
     assert all(torch.equal(x, x0) for x, x0 in zip((q, k, v), before)), "attention modified its inputs"
     errors = _check(out, q, k, v, causal)
-    record_property("max_abs_err", errors.max_abs)
-    record_property("max_rel_err", errors.max_rel)
+    record_errors(record_property, errors)
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
@@ -138,8 +134,7 @@ def test_attention_log_sum_exp(causal: bool, dist: str, record_property: Callabl
     _, lse = attention(q, k, v, causal, return_lse=True)
     _, expected = attention_reference(q, k, v, causal)
     errors = assert_close(lse, expected, Tolerance(atol=1e-5, rtol=1e-5))
-    record_property("max_abs_err", errors.max_abs)
-    record_property("max_rel_err", errors.max_rel)
+    record_errors(record_property, errors)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_name)
@@ -160,8 +155,7 @@ def test_attention_strided_inputs_and_scale(record_property: Callable[[str, obje
                for _ in range(3))
     out = attention(q, k, v, True, sm_scale=0.3)
     errors = _check(out, q, k, v, True, sm_scale=0.3)
-    record_property("max_abs_err", errors.max_abs)
-    record_property("max_rel_err", errors.max_rel)
+    record_errors(record_property, errors)
 
 
 def test_attention_rejects_bad_arguments() -> None:

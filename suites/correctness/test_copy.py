@@ -14,9 +14,20 @@ import pytest
 import torch
 
 from kernels.copy import add, add_reference, block_elements, copy, copy_reference
+from suites.checks import (
+    GUARD,
+    IGNORE_RECORD_PROPERTY_WARNING,
+    INPUT_CANARY,
+    guarded,
+    large,
+    poisoned_output,
+    randn,
+    record_errors,
+    shape_id,
+)
 from suites.tolerances import ErrorStats, assert_close, dtype_name, error_stats, tolerance_for
 
-pytestmark = pytest.mark.filterwarnings("ignore:record_property is incompatible")
+pytestmark = IGNORE_RECORD_PROPERTY_WARNING
 
 ON_GPU = torch.cuda.is_available()
 DEVICE = "cuda" if ON_GPU else "cpu"
@@ -39,17 +50,6 @@ _BITS_DTYPE = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfl
 InputMaker = Callable[[tuple[int, ...], torch.dtype, torch.Generator], torch.Tensor]
 
 
-def _randn(shape: tuple[int, ...], dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
-    return torch.randn(shape, generator=gen, dtype=torch.float32).to(dtype)
-
-
-def _large(shape: tuple[int, ...], dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
-    # Near the top of the dtype's range; half its max, so x + y of two such values stays finite.
-    limit = torch.finfo(dtype).max / 2
-    x = torch.randn(shape, generator=gen, dtype=torch.float64) * limit / 4
-    return x.clamp(-limit, limit).to(dtype)
-
-
 def _special(shape: tuple[int, ...], dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
     # +-0, +-1, +-the smallest normal and +-the smallest subnormal, mixed: x + y then gives
     # signed zeros and subnormal sums, where a flush-to-zero or a wrong rounding shows.
@@ -67,32 +67,17 @@ def _bits(shape: tuple[int, ...], dtype: torch.dtype, gen: torch.Generator) -> t
     return raw.to(int_dtype).view(dtype)
 
 
-COPY_DISTRIBUTIONS: dict[str, InputMaker] = {"randn": _randn, "large": _large, "special": _special, "bits": _bits}
-ADD_DISTRIBUTIONS: dict[str, InputMaker] = {"randn": _randn, "large": _large, "special": _special}
+# large: half the dtype's max, so x + y of two such values stays finite.
+COPY_DISTRIBUTIONS: dict[str, InputMaker] = {"randn": randn, "large": large, "special": _special, "bits": _bits}
+ADD_DISTRIBUTIONS: dict[str, InputMaker] = {"randn": randn, "large": large, "special": _special}
 
 
-# Elements of canary placed after every tensor a kernel reads or writes: a lane that runs past
-# the end (an off-by-one mask) reads the input's finite canary and overwrites the output's
-# NaN one, which each case then checks.
-GUARD = 64
-INPUT_CANARY = 3.0
-
-
-def _guarded(x: torch.Tensor, canary: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """``x`` copied into a contiguous buffer followed by ``GUARD`` elements of ``canary``."""
-    buffer = torch.full((x.numel() + GUARD,), canary, dtype=x.dtype, device=x.device)
-    inside = buffer[: x.numel()].view(x.shape)
-    inside.copy_(x)
-    return inside, buffer[x.numel() :]
-
-
+# Every tensor a kernel reads or writes is followed by a canary (suites.checks.guarded): a
+# lane that runs past the end (an off-by-one mask) reads the input's finite canary and
+# overwrites the output's NaN one, which each case then checks.
 def _make_input(maker: InputMaker, shape: tuple[int, ...], dtype: torch.dtype, seed: int) -> torch.Tensor:
     x = maker(shape, dtype, torch.Generator().manual_seed(seed)).to(DEVICE)
-    return _guarded(x, INPUT_CANARY)[0]
-
-
-def _poisoned_output(like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    return _guarded(torch.full_like(like, float("nan")), float("nan"))
+    return guarded(x, INPUT_CANARY)[0]
 
 
 def _assert_guard_intact(guard: torch.Tensor) -> None:
@@ -123,10 +108,6 @@ def _finite_error(actual: torch.Tensor, expected: torch.Tensor) -> ErrorStats:
     return error_stats(actual[finite], expected[finite].to(torch.float64))
 
 
-def _shape_id(shape: tuple[int, ...]) -> str:
-    return "x".join(map(str, shape))
-
-
 def _add_is_exact(dtype: torch.dtype) -> bool:
     # fp32 math rounded once is the correctly rounded fp16/bf16 sum, as torch computes it.
     # The interpreter converts fp32 -> bf16 by truncation, so bf16 is exact only compiled.
@@ -136,7 +117,7 @@ def _add_is_exact(dtype: torch.dtype) -> bool:
 @pytest.mark.parametrize("seed", SEEDS, ids=lambda s: f"seed{s}")
 @pytest.mark.parametrize("dist", list(COPY_DISTRIBUTIONS))
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_name)
-@pytest.mark.parametrize("shape", SHAPES, ids=_shape_id)
+@pytest.mark.parametrize("shape", SHAPES, ids=shape_id)
 def test_copy(
     shape: tuple[int, ...],
     dtype: torch.dtype,
@@ -146,7 +127,7 @@ def test_copy(
 ) -> None:
     x = _make_input(COPY_DISTRIBUTIONS[dist], shape, dtype, seed)
     x_before = x.clone()
-    out, guard = _poisoned_output(x)
+    out, guard = poisoned_output(x)
 
     result = copy(x, out=out)
 
@@ -155,14 +136,13 @@ def test_copy(
     _assert_bit_identical(x, x_before, "the input before the call (copy modified its input)")
     _assert_bit_identical(out, copy_reference(x), "the input")
     errors = _finite_error(out, x)
-    record_property("max_abs_err", errors.max_abs)
-    record_property("max_rel_err", errors.max_rel)
+    record_errors(record_property, errors)
 
 
 @pytest.mark.parametrize("seed", SEEDS, ids=lambda s: f"seed{s}")
 @pytest.mark.parametrize("dist", list(ADD_DISTRIBUTIONS))
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_name)
-@pytest.mark.parametrize("shape", SHAPES, ids=_shape_id)
+@pytest.mark.parametrize("shape", SHAPES, ids=shape_id)
 def test_add(
     shape: tuple[int, ...],
     dtype: torch.dtype,
@@ -173,7 +153,7 @@ def test_add(
     x = _make_input(ADD_DISTRIBUTIONS[dist], shape, dtype, seed)
     y = _make_input(ADD_DISTRIBUTIONS[dist], shape, dtype, seed + 1000)
     x_before, y_before = x.clone(), y.clone()
-    out, guard = _poisoned_output(x)
+    out, guard = poisoned_output(x)
 
     result = add(x, y, out=out)
 
@@ -183,8 +163,7 @@ def test_add(
     errors = assert_close(out, add_reference(x, y, torch.float64), tolerance_for(dtype))
     if _add_is_exact(dtype):
         _assert_bit_identical(out, torch.add(x, y), "torch.add")
-    record_property("max_abs_err", errors.max_abs)
-    record_property("max_rel_err", errors.max_rel)
+    record_errors(record_property, errors)
 
 
 def test_probes_are_deterministic() -> None:

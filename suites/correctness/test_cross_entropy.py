@@ -19,10 +19,11 @@ from kernels.cross_entropy import (
     cross_entropy_loss_and_grad,
     cross_entropy_reference,
 )
+from suites.checks import IGNORE_RECORD_PROPERTY_WARNING, record_errors
 from suites.tolerances import assert_close, dtype_name, tolerance_for
 
 # See test_softmax.py: roofwatch reads record_property from xunit2 reports despite the warning.
-pytestmark = pytest.mark.filterwarnings("ignore:record_property is incompatible")
+pytestmark = IGNORE_RECORD_PROPERTY_WARNING
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 IGNORE_INDEX = -100
@@ -113,10 +114,8 @@ def test_cross_entropy(
     _, ref_grad = cross_entropy_reference(logits, target, IGNORE_INDEX, reduction="mean")
     loss_errors = assert_close(loss_rows, ref_rows, LOSS_ROWS_TOLERANCE)
     grad_errors = assert_close(grad, ref_grad, tolerance_for(dtype))
-    record_property("max_abs_err", loss_errors.max_abs)
-    record_property("max_rel_err", loss_errors.max_rel)
-    record_property("grad_max_abs_err", grad_errors.max_abs)
-    record_property("grad_max_rel_err", grad_errors.max_rel)
+    record_errors(record_property, loss_errors)
+    record_errors(record_property, grad_errors, prefix="grad_")
 
 
 def _incoming_gradient(reduction: str, tokens: int, dtype: torch.dtype) -> torch.Tensor:
@@ -146,10 +145,8 @@ def test_cross_entropy_autograd(
     ref_loss, ref_grad = cross_entropy_reference(logits, target, IGNORE_INDEX, reduction, label_smoothing, grad_output)
     loss_errors = assert_close(loss.detach(), ref_loss, tolerance_for(dtype))
     grad_errors = assert_close(grad, ref_grad, tolerance_for(dtype))
-    record_property("max_abs_err", loss_errors.max_abs)
-    record_property("max_rel_err", loss_errors.max_rel)
-    record_property("grad_max_abs_err", grad_errors.max_abs)
-    record_property("grad_max_rel_err", grad_errors.max_rel)
+    record_errors(record_property, loss_errors)
+    record_errors(record_property, grad_errors, prefix="grad_")
 
 
 def test_cross_entropy_label_smoothing_on_a_streamed_row(record_property: Callable[[str, object], None]) -> None:

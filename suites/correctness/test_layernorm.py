@@ -25,6 +25,7 @@ from kernels.layernorm import (
     layernorm_forward,
     layernorm_reference,
 )
+from suites.checks import IGNORE_RECORD_PROPERTY_WARNING, randn, record_errors
 from suites.tolerances import (
     ErrorStats,
     assert_close,
@@ -36,7 +37,7 @@ from suites.tolerances import (
 # pytest's default junit family (xunit2) has no per-test <properties> in its schema and warns
 # on record_property, yet still writes them; roofwatch reads them from there, so the warning
 # says nothing useful on every case.
-pytestmark = pytest.mark.filterwarnings("ignore:record_property is incompatible")
+pytestmark = IGNORE_RECORD_PROPERTY_WARNING
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 EPS = 1e-5
@@ -81,10 +82,6 @@ FP32_ULPS = 4.0
 InputMaker = Callable[[tuple[int, int], torch.dtype, torch.Generator], torch.Tensor]
 
 
-def _randn(shape: tuple[int, int], dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
-    return torch.randn(shape, generator=gen).to(dtype)
-
-
 def _large(shape: tuple[int, int], dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
     # Squared deviations near 1e8 overflow fp16 (max 65504) unless summed in fp32. fp16 itself
     # holds 1e4 only up to ~6 sigma, so it gets 1e3; fp32 and bf16 share fp32's range.
@@ -117,7 +114,7 @@ def _tiny(shape: tuple[int, int], dtype: torch.dtype, gen: torch.Generator) -> t
 
 
 DISTRIBUTIONS: dict[str, InputMaker] = {
-    "randn": _randn,
+    "randn": randn,
     "large": _large,
     "offset": _offset,
     "constant": _constant,
@@ -211,16 +208,14 @@ def _check(
         errors = _within_torch("y", out, y_torch.detach(), expected.detach(), terms["y"])
     else:
         errors = assert_close(out, expected.detach(), tolerance_for(x.dtype))
-    record_property("max_abs_err", errors.max_abs)
-    record_property("max_rel_err", errors.max_rel)
+    record_errors(record_property, errors)
     for name, ours, theirs, want in (
         ("dx", dx, x_torch.grad, x64.grad),
         ("dw", dweight, w_torch.grad, w64.grad),
         ("db", dbias, b_torch.grad, b64.grad),
     ):
         grad_errors = _within_torch(name, ours, theirs, want, terms[name])
-        record_property(f"{name}_max_abs_err", grad_errors.max_abs)
-        record_property(f"{name}_max_rel_err", grad_errors.max_rel)
+        record_errors(record_property, grad_errors, prefix=f"{name}_")
 
 
 @pytest.mark.parametrize("seed", SEEDS, ids=lambda s: f"seed{s}")

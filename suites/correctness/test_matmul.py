@@ -14,11 +14,12 @@ import pytest
 import torch
 
 from kernels.matmul import FP8_DTYPE, fp8_unsupported_reason, matmul, matmul_reference
+from suites.checks import IGNORE_RECORD_PROPERTY_WARNING, record_errors, shape_id
 from suites.tolerances import ErrorStats, assert_within_torch_error, dtype_name
 
 # pytest's default junit family (xunit2) warns on record_property yet still writes the
 # properties, which roofwatch reads; the warning says nothing useful on every case.
-pytestmark = pytest.mark.filterwarnings("ignore:record_property is incompatible")
+pytestmark = IGNORE_RECORD_PROPERTY_WARNING
 
 ON_GPU = torch.cuda.is_available()
 DEVICE = "cuda" if ON_GPU else "cpu"
@@ -51,10 +52,6 @@ if ON_GPU and not INTERPRETED:
 
 DTYPES = [torch.float16, torch.bfloat16]
 SEEDS = [0, 1]
-
-
-def _id(shape: tuple[int, ...]) -> str:
-    return "x".join(str(s) for s in shape)
 
 
 def _torch_floor(expected: torch.Tensor, dtype: torch.dtype) -> float:
@@ -110,7 +107,7 @@ def _check(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> ErrorStats:
 @pytest.mark.parametrize("seed", SEEDS, ids=lambda s: f"seed{s}")
 @pytest.mark.parametrize("dist", list(DISTRIBUTIONS))
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_name)
-@pytest.mark.parametrize("shape", SHAPES, ids=_id)
+@pytest.mark.parametrize("shape", SHAPES, ids=shape_id)
 def test_matmul(
     shape: tuple[int, int, int],
     dtype: torch.dtype,
@@ -127,8 +124,7 @@ def test_matmul(
     assert result.data_ptr() == out.data_ptr(), "matmul must write into the out= tensor"
     assert torch.equal(a, a_before) and torch.equal(b, b_before), "matmul modified its inputs"
     errors = _check(out, a, b)
-    record_property("max_abs_err", errors.max_abs)
-    record_property("max_rel_err", errors.max_rel)
+    record_errors(record_property, errors)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_name)
@@ -152,11 +148,10 @@ def test_matmul_strided_operands_and_output(record_property: Callable[[str, obje
 
     errors = _check(out, a, b)
     assert buffer[:, :4].isnan().all() and buffer[:, 4 + 40 :].isnan().all()
-    record_property("max_abs_err", errors.max_abs)
-    record_property("max_rel_err", errors.max_rel)
+    record_errors(record_property, errors)
 
 
-@pytest.mark.parametrize("shape", [(0, 5, 3), (4, 0, 3), (4, 5, 0)], ids=_id)
+@pytest.mark.parametrize("shape", [(0, 5, 3), (4, 0, 3), (4, 5, 0)], ids=shape_id)
 def test_matmul_empty(shape: tuple[int, int, int]) -> None:
     m, n, k = shape
     a = torch.randn((m, k), device=DEVICE).to(torch.float16)
@@ -179,7 +174,7 @@ def _to_fp8(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 @pytest.mark.skipif(FP8_SKIP is not None, reason=FP8_SKIP or "")
-@pytest.mark.parametrize("shape", FP8_SHAPES, ids=_id)
+@pytest.mark.parametrize("shape", FP8_SHAPES, ids=shape_id)
 def test_matmul_fp8(shape: tuple[int, int, int], record_property: Callable[[str, object], None]) -> None:
     m, n, k = shape
     gen = torch.Generator().manual_seed(0)
@@ -193,8 +188,7 @@ def test_matmul_fp8(shape: tuple[int, int, int], record_property: Callable[[str,
     expected = matmul_reference(a, b, torch.float64, scale_a=scale_a, scale_b=scale_b)
     baseline = torch._scaled_mm(a, b, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.bfloat16)
     errors = assert_within_torch_error(out, baseline, expected, k=K_TORCH)
-    record_property("max_abs_err", errors.max_abs)
-    record_property("max_rel_err", errors.max_rel)
+    record_errors(record_property, errors)
 
 
 def test_matmul_rejects_bad_arguments() -> None:

@@ -22,10 +22,11 @@ from kernels.quant import (
     w8a16_matmul,
     w8a16_reference,
 )
+from suites.checks import IGNORE_RECORD_PROPERTY_WARNING, record_errors
 from suites.tolerances import assert_close, assert_within_torch_error, dtype_name, tolerance_for
 
 # See test_softmax.py: roofwatch reads record_property from xunit2 reports despite the warning.
-pytestmark = pytest.mark.filterwarnings("ignore:record_property is incompatible")
+pytestmark = IGNORE_RECORD_PROPERTY_WARNING
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 INTERPRETING = os.environ.get("TRITON_INTERPRET") == "1"
@@ -136,8 +137,7 @@ def test_dequantize_int8_rowwise(
 
     assert torch.equal(q, q_before) and torch.equal(scale, scale_before), "dequantize modified its inputs"
     errors = assert_close(out, dequantize_int8_rowwise_reference(q, scale), tolerance_for(dtype))
-    record_property("max_abs_err", errors.max_abs)
-    record_property("max_rel_err", errors.max_rel)
+    record_errors(record_property, errors)
 
 
 # (M, N, K): a single token (decode) and a batch; no dimension is a multiple of a block.
@@ -190,8 +190,7 @@ def test_w8a16_matmul(
     reference = w8a16_reference(a, w_q, scale)
     torch_result = a @ dequantize_int8_rowwise_reference(w_q, scale, dtype).T
     errors = assert_within_torch_error(out, torch_result, reference, atol=_truncation_slack(dtype, reference))
-    record_property("max_abs_err", errors.max_abs)
-    record_property("max_rel_err", errors.max_rel)
+    record_errors(record_property, errors)
     record_property("torch_max_abs_err", float((torch_result.to(torch.float64) - reference).abs().max()))
 
 

@@ -25,6 +25,7 @@ from kernels.rmsnorm import (
     rmsnorm_forward,
     rmsnorm_reference,
 )
+from suites.checks import IGNORE_RECORD_PROPERTY_WARNING, randn, record_errors
 from suites.tolerances import (
     ErrorStats,
     assert_close,
@@ -36,7 +37,7 @@ from suites.tolerances import (
 # pytest's default junit family (xunit2) has no per-test <properties> in its schema and warns
 # on record_property, yet still writes them; roofwatch reads them from there, so the warning
 # says nothing useful on every case.
-pytestmark = pytest.mark.filterwarnings("ignore:record_property is incompatible")
+pytestmark = IGNORE_RECORD_PROPERTY_WARNING
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 EPS = 1e-6
@@ -80,10 +81,6 @@ FP32_ULPS = 4.0
 InputMaker = Callable[[tuple[int, int], torch.dtype, torch.Generator], torch.Tensor]
 
 
-def _randn(shape: tuple[int, int], dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
-    return torch.randn(shape, generator=gen).to(dtype)
-
-
 def _large(shape: tuple[int, int], dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
     # Squares near 1e8 overflow fp16 (max 65504) unless the sum is taken in fp32. fp16 itself
     # holds 1e4 only up to ~6 sigma, so it gets 1e3; fp32 and bf16 share fp32's range.
@@ -107,7 +104,7 @@ def _special(shape: tuple[int, int], dtype: torch.dtype, gen: torch.Generator) -
 
 
 DISTRIBUTIONS: dict[str, InputMaker] = {
-    "randn": _randn,
+    "randn": randn,
     "large": _large,
     "tiny": _tiny,
     "special": _special,
@@ -181,15 +178,13 @@ def _check(
     F.rms_norm(x_torch, x.shape[-1:], w_torch, EPS).backward(grad_out)
 
     errors = assert_close(out, expected.detach(), tolerance_for(x.dtype))
-    record_property("max_abs_err", errors.max_abs)
-    record_property("max_rel_err", errors.max_rel)
+    record_errors(record_property, errors)
     for name, ours, theirs, want in (
         ("dx", dx, x_torch.grad, x64.grad),
         ("dw", dweight, w_torch.grad, w64.grad),
     ):
         grad_errors = _within_torch(name, ours, theirs, want, terms[name])
-        record_property(f"{name}_max_abs_err", grad_errors.max_abs)
-        record_property(f"{name}_max_rel_err", grad_errors.max_rel)
+        record_errors(record_property, grad_errors, prefix=f"{name}_")
 
 
 @pytest.mark.parametrize("seed", SEEDS, ids=lambda s: f"seed{s}")

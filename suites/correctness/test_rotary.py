@@ -13,9 +13,10 @@ import pytest
 import torch
 
 from kernels.rotary import rotary, rotary_reference
+from suites.checks import IGNORE_RECORD_PROPERTY_WARNING, INPUT_CANARY, guarded, large, randn, record_errors
 from suites.tolerances import ErrorStats, Tolerance, assert_close, dtype_name, tolerance_for
 
-pytestmark = pytest.mark.filterwarnings("ignore:record_property is incompatible")
+pytestmark = IGNORE_RECORD_PROPERTY_WARNING
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -46,41 +47,19 @@ SHAPES: list[Shape] = [
 InputMaker = Callable[[tuple[int, ...], torch.dtype, torch.Generator], torch.Tensor]
 
 
-def _randn(shape: tuple[int, ...], dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
-    return torch.randn(shape, generator=gen).to(dtype)
-
-
-def _large(shape: tuple[int, ...], dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
-    # A rotated pair's norm is preserved, but one output can reach sqrt(2) * max(|x1|, |x2|);
-    # half the dtype's max keeps it finite.
-    limit = torch.finfo(dtype).max / 2
-    x = torch.randn(shape, generator=gen, dtype=torch.float64) * limit / 4
-    return x.clamp(-limit, limit).to(dtype)
-
-
 def _special(shape: tuple[int, ...], dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
     tiny = torch.finfo(dtype).tiny
     values = torch.tensor([0.0, -0.0, tiny, -tiny, 1.0, -1.0], dtype=dtype)
     return values[torch.randint(len(values), shape, generator=gen)]
 
 
-DISTRIBUTIONS: dict[str, InputMaker] = {"randn": _randn, "large": _large, "special": _special}
+# large: a rotated pair's norm is preserved, but one output can reach
+# sqrt(2) * max(|x1|, |x2|); half the dtype's max keeps it finite.
+DISTRIBUTIONS: dict[str, InputMaker] = {"randn": randn, "large": large, "special": _special}
 
 
-# Elements of canary placed after q, k and their outputs: a lane that runs past the end reads
+# Elements of canary (suites.checks.guarded) placed after q, k and their outputs: a lane that runs past the end reads
 # the inputs' finite canary and overwrites the outputs' NaN one, which each case checks.
-GUARD = 64
-INPUT_CANARY = 3.0
-
-
-def _guarded(x: torch.Tensor, canary: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """``x`` copied into a contiguous buffer followed by ``GUARD`` elements of ``canary``."""
-    buffer = torch.full((x.numel() + GUARD,), canary, dtype=x.dtype, device=x.device)
-    inside = buffer[: x.numel()].view(x.shape)
-    inside.copy_(x)
-    return inside, buffer[x.numel() :]
-
-
 def _tables(seq: int, head_dim: int, start: int, dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
     """cos and sin, ``(seq, head_dim / 2)``, for positions ``start .. start + seq - 1``."""
     inv_freq = ROPE_THETA ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
@@ -126,11 +105,11 @@ def test_rotary(
     make = DISTRIBUTIONS[dist]
     q = make((shape.batch, shape.seq, shape.q_heads, shape.head_dim), dtype, gen).to(DEVICE)
     k = make((shape.batch, shape.seq, shape.k_heads, shape.head_dim), dtype, gen).to(DEVICE)
-    q, k = _guarded(q, INPUT_CANARY)[0], _guarded(k, INPUT_CANARY)[0]
+    q, k = guarded(q, INPUT_CANARY)[0], guarded(k, INPUT_CANARY)[0]
     cos, sin = _tables(shape.seq, shape.head_dim, start=4000 * seed + 17)
     before = [t.clone() for t in (q, k, cos, sin)]
-    q_out, q_guard = _guarded(torch.full_like(q, float("nan")), float("nan"))
-    k_out, k_guard = _guarded(torch.full_like(k, float("nan")), float("nan"))
+    q_out, q_guard = guarded(torch.full_like(q, float("nan")), float("nan"))
+    k_out, k_guard = guarded(torch.full_like(k, float("nan")), float("nan"))
 
     result = rotary(q, k, cos, sin, q_out=q_out, k_out=k_out)
 
@@ -138,8 +117,7 @@ def test_rotary(
     assert q_guard.isnan().all() and k_guard.isnan().all(), "wrote past the end of q_out or k_out"
     assert all(torch.equal(t, b) for t, b in zip((q, k, cos, sin), before)), "rotary modified an input"
     errors = _worst(_check(q_out, q, cos, sin), _check(k_out, k, cos, sin))
-    record_property("max_abs_err", errors.max_abs)
-    record_property("max_rel_err", errors.max_rel)
+    record_errors(record_property, errors)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_name)
@@ -168,8 +146,7 @@ def test_rotary_matches_the_rotate_half_formula(
         x64 = x.double()
         errors.append(assert_close(actual, x64 * cos_full + rotate_half(x64) * sin_full, _tolerance(dtype, x)))
     worst = _worst(*errors)
-    record_property("max_abs_err", worst.max_abs)
-    record_property("max_rel_err", worst.max_rel)
+    record_errors(record_property, worst)
 
 
 def test_rotary_reads_views_of_a_fused_qkv_projection(record_property: Callable[[str, object], None]) -> None:
@@ -191,8 +168,7 @@ def test_rotary_reads_views_of_a_fused_qkv_projection(record_property: Callable[
     errors = _worst(_check(q_out, q, cos, sin), _check(k_out, k, cos, sin))
     for buffer in (q_buffer, k_buffer):
         assert buffer[:, :, 0].isnan().all() and buffer[:, :, -1].isnan().all(), "wrote outside the output view"
-    record_property("max_abs_err", errors.max_abs)
-    record_property("max_rel_err", errors.max_rel)
+    record_errors(record_property, errors)
 
 
 def test_rotary_reads_a_heads_major_layout(record_property: Callable[[str, object], None]) -> None:
@@ -206,8 +182,7 @@ def test_rotary_reads_a_heads_major_layout(record_property: Callable[[str, objec
     q_out, k_out = rotary(q, k, cos, sin)
 
     errors = _worst(_check(q_out, q, cos, sin), _check(k_out, k, cos, sin))
-    record_property("max_abs_err", errors.max_abs)
-    record_property("max_rel_err", errors.max_rel)
+    record_errors(record_property, errors)
 
 
 def test_rotary_is_deterministic() -> None:

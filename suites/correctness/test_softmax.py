@@ -11,12 +11,13 @@ import pytest
 import torch
 
 from kernels.softmax import LOOPED_BLOCK, MAX_FUSED_COLS, softmax, softmax_reference
+from suites.checks import IGNORE_RECORD_PROPERTY_WARNING, randn, record_errors
 from suites.tolerances import assert_close, dtype_name, tolerance_for
 
 # pytest's default junit family (xunit2) has no per-test <properties> in its schema and warns
 # on record_property, yet still writes them; roofwatch reads them from there, so the warning
 # says nothing useful on every case.
-pytestmark = pytest.mark.filterwarnings("ignore:record_property is incompatible")
+pytestmark = IGNORE_RECORD_PROPERTY_WARNING
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -30,10 +31,6 @@ SEEDS = [0, 1]
 
 
 InputMaker = Callable[[tuple[int, int], torch.dtype, torch.Generator], torch.Tensor]
-
-
-def _randn(shape: tuple[int, int], dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
-    return torch.randn(shape, generator=gen, dtype=torch.float32).to(dtype)
 
 
 def _large(shape: tuple[int, int], dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
@@ -56,7 +53,7 @@ def _masked(shape: tuple[int, int], dtype: torch.dtype, gen: torch.Generator) ->
 
 
 DISTRIBUTIONS: dict[str, InputMaker] = {
-    "randn": _randn,
+    "randn": randn,
     "large": _large,
     "masked": _masked,
 }
@@ -87,8 +84,7 @@ def test_softmax(
     assert result.data_ptr() == out.data_ptr(), "softmax must write into the out= tensor"
     assert torch.equal(x, x_before), "softmax modified its input"
     errors = assert_close(out, softmax_reference(x, torch.float64), tolerance_for(dtype))
-    record_property("max_abs_err", errors.max_abs)
-    record_property("max_rel_err", errors.max_rel)
+    record_errors(record_property, errors)
 
 
 @pytest.mark.parametrize("cols", [1000, 10_000])
@@ -108,8 +104,7 @@ def test_softmax_strided_rows_stay_in_bounds(
 
     errors = assert_close(out, softmax_reference(x, torch.float64), tolerance_for(x.dtype))
     assert out_buffer[:, :4].isnan().all() and out_buffer[:, 4 + cols :].isnan().all()
-    record_property("max_abs_err", errors.max_abs)
-    record_property("max_rel_err", errors.max_rel)
+    record_errors(record_property, errors)
 
 
 def test_softmax_transposed_input() -> None:

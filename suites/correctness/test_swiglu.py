@@ -19,10 +19,18 @@ from kernels.swiglu import (
     swiglu_backward_reference,
     swiglu_reference,
 )
+from suites.checks import (
+    IGNORE_RECORD_PROPERTY_WARNING,
+    INPUT_CANARY,
+    guarded,
+    poisoned_output,
+    record_errors,
+    shape_id,
+)
 from suites.tolerances import assert_close, dtype_name, tolerance_for
 
 pytestmark = [
-    pytest.mark.filterwarnings("ignore:record_property is incompatible"),
+    IGNORE_RECORD_PROPERTY_WARNING,
     # The interpreter evaluates sigmoid with numpy, whose exp warns when exp(-gate) overflows
     # to inf for a large negative gate; inf is the intended value there (sigmoid -> 0).
     pytest.mark.filterwarnings("ignore:overflow encountered in exp:RuntimeWarning"),
@@ -79,41 +87,21 @@ DISTRIBUTIONS: dict[str, InputMaker] = {
 }
 
 
-# Elements of canary placed after each tensor: a lane that runs past the end reads the
+# Elements of canary (suites.checks.guarded) placed after each tensor: a lane that runs past the end reads the
 # inputs' finite canary and overwrites the output's NaN one, which each case then checks.
-GUARD = 64
-INPUT_CANARY = 3.0
-
-
-def _guarded(x: torch.Tensor, canary: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """``x`` copied into a contiguous buffer followed by ``GUARD`` elements of ``canary``."""
-    buffer = torch.full((x.numel() + GUARD,), canary, dtype=x.dtype, device=x.device)
-    inside = buffer[: x.numel()].view(x.shape)
-    inside.copy_(x)
-    return inside, buffer[x.numel() :]
-
-
 def _make_inputs(shape: tuple[int, ...], dtype: torch.dtype, dist: str, seed: int) -> Pair:
     gate, up = DISTRIBUTIONS[dist](shape, dtype, torch.Generator().manual_seed(seed))
-    return _guarded(gate.to(DEVICE), INPUT_CANARY)[0], _guarded(up.to(DEVICE), INPUT_CANARY)[0]
-
-
-def _poisoned_output(like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    return _guarded(torch.full_like(like, float("nan")), float("nan"))
+    return guarded(gate.to(DEVICE), INPUT_CANARY)[0], guarded(up.to(DEVICE), INPUT_CANARY)[0]
 
 
 def _assert_guard_intact(guard: torch.Tensor, name: str) -> None:
     assert guard.isnan().all(), f"wrote past the end of {name}: {int((~guard.isnan()).sum())} canary elements changed"
 
 
-def _shape_id(shape: tuple[int, ...]) -> str:
-    return "x".join(map(str, shape))
-
-
 @pytest.mark.parametrize("seed", SEEDS, ids=lambda s: f"seed{s}")
 @pytest.mark.parametrize("dist", list(DISTRIBUTIONS))
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_name)
-@pytest.mark.parametrize("shape", SHAPES, ids=_shape_id)
+@pytest.mark.parametrize("shape", SHAPES, ids=shape_id)
 def test_swiglu(
     shape: tuple[int, ...],
     dtype: torch.dtype,
@@ -123,7 +111,7 @@ def test_swiglu(
 ) -> None:
     gate, up = _make_inputs(shape, dtype, dist, seed)
     gate_before, up_before = gate.clone(), up.clone()
-    out, guard = _poisoned_output(gate)
+    out, guard = poisoned_output(gate)
 
     result = swiglu(gate, up, out=out)
 
@@ -131,8 +119,7 @@ def test_swiglu(
     _assert_guard_intact(guard, "out")
     assert torch.equal(gate, gate_before) and torch.equal(up, up_before), "swiglu modified an input"
     errors = assert_close(out, swiglu_reference(gate, up, torch.float64), tolerance_for(dtype))
-    record_property("max_abs_err", errors.max_abs)
-    record_property("max_rel_err", errors.max_rel)
+    record_errors(record_property, errors)
 
 
 @pytest.mark.parametrize("dist", ["randn", "large", "negative_gate"])
@@ -142,8 +129,8 @@ def test_swiglu_backward(dtype: torch.dtype, dist: str, record_property: Callabl
     gate, up = _make_inputs(shape, dtype, dist, seed=0)
     grad_out = torch.randn(shape, generator=torch.Generator().manual_seed(1)).to(dtype=dtype, device=DEVICE)
     inputs_before = [t.clone() for t in (gate, up, grad_out)]
-    grad_gate, gate_guard = _poisoned_output(gate)
-    grad_up, up_guard = _poisoned_output(up)
+    grad_gate, gate_guard = poisoned_output(gate)
+    grad_up, up_guard = poisoned_output(up)
 
     swiglu_backward(gate, up, grad_out, grad_gate=grad_gate, grad_up=grad_up)
 
@@ -186,8 +173,7 @@ def test_swiglu_reads_halves_of_a_fused_projection_in_place(record_property: Cal
 
     errors = assert_close(out, swiglu_reference(gate, up, torch.float64), tolerance_for(gate.dtype))
     assert out_buffer[:, :4].isnan().all() and out_buffer[:, 4 + inter :].isnan().all()
-    record_property("max_abs_err", errors.max_abs)
-    record_property("max_rel_err", errors.max_rel)
+    record_errors(record_property, errors)
 
 
 def test_swiglu_copies_layouts_without_a_row_stride(record_property: Callable[[str, object], None]) -> None:
@@ -197,8 +183,7 @@ def test_swiglu_copies_layouts_without_a_row_stride(record_property: Callable[[s
     gate = torch.randn((40, 3), generator=gen).to(DEVICE).t()
     up = torch.randn((3, 40), generator=gen).to(DEVICE)
     errors = assert_close(swiglu(gate, up), swiglu_reference(gate, up, torch.float64), tolerance_for(gate.dtype))
-    record_property("max_abs_err", errors.max_abs)
-    record_property("max_rel_err", errors.max_rel)
+    record_errors(record_property, errors)
 
 
 def test_swiglu_is_deterministic() -> None:
@@ -222,7 +207,7 @@ def test_swiglu_rejects_bad_arguments() -> None:
         swiglu(gate[0, 0], gate[0, 0])
 
 
-@pytest.mark.parametrize("shape", [(0,), (0, 5), (4, 0)], ids=_shape_id)
+@pytest.mark.parametrize("shape", [(0,), (0, 5), (4, 0)], ids=shape_id)
 def test_swiglu_empty(shape: tuple[int, ...]) -> None:
     empty = torch.empty(shape, device=DEVICE)
     assert swiglu(empty, empty).shape == shape
