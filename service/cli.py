@@ -123,7 +123,7 @@ def worker(
     install_celery_logging(get_settings().log_format, loglevel)
     chosen = plan(gpu, queues, name)
     console.print(f"worker [bold]{chosen.node}[/] for [bold]{chosen.device_class}[/] on queues {','.join(chosen.queues)}")
-    start_worker(gpu, queues, name, loglevel)
+    start_worker(chosen, loglevel)
 
 
 @app.command()

@@ -17,6 +17,7 @@ from workers import redelivery
 from workers.calibrate import calibrated
 from workers.celery_app import CPU_QUEUE, INGEST_QUEUE, app
 from workers.device import is_cpu, probe, queue_name
+from workers.envelope import DeviceInfo
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +30,12 @@ SECRETS = ("ROOFWATCH_DATABASE_URL", "ROOFWATCH_GITHUB_TOKEN", "ROOFWATCH_GITHUB
 class WorkerPlan:
     name: str
     queues: list[str]
-    device_class: str
+    gpu: int | None
+    device: DeviceInfo
+
+    @property
+    def device_class(self) -> str:
+        return self.device.device_class
 
     @property
     def gpu_only(self) -> bool:
@@ -41,13 +47,17 @@ class WorkerPlan:
 
 
 def plan(gpu: int | None, queues: str | None, name: str | None) -> WorkerPlan:
-    """Which queues and which stable name; the name must survive restarts (see ``redelivery``)."""
-    device = probe(0)
+    """Which queues and which stable name; the name must survive restarts (see ``redelivery``).
+
+    The device is probed once, here, by its NVML index: NVML numbers every GPU of the host
+    whatever ``CUDA_VISIBLE_DEVICES`` says.
+    """
+    device = probe(gpu if gpu is not None else 0)
     chosen = [q.strip() for q in (queues or "").split(",") if q.strip()] or [
         queue_name(device.device_class), CPU_QUEUE, INGEST_QUEUE]
     if name is None:
         name = f"gpu{gpu}" if gpu is not None else ("cpu" if not any(q.startswith("gpu.") for q in chosen) else "main")
-    return WorkerPlan(name=name, queues=chosen, device_class=device.device_class)
+    return WorkerPlan(name=name, queues=chosen, gpu=gpu, device=device)
 
 
 def drop_secrets() -> list[str]:
@@ -59,11 +69,10 @@ def drop_secrets() -> list[str]:
     return present
 
 
-def start_worker(gpu: int | None, queues: str | None, name: str | None, loglevel: str) -> None:
-    if gpu is not None:
+def start_worker(worker: WorkerPlan, loglevel: str) -> None:
+    if worker.gpu is not None:
         # Before anything touches CUDA: this process and every suite it starts see one GPU.
-        os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
-    worker = plan(gpu, queues, name)
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(worker.gpu)
     if worker.gpu_only:
         dropped = drop_secrets()
         if dropped:
@@ -77,7 +86,7 @@ def start_worker(gpu: int | None, queues: str | None, name: str | None, loglevel
     # process, before this worker takes any task: nothing else runs on the device meanwhile.
     # A CPU has no roofline worth holding interpreted kernels to (see service.roofline_peaks),
     # so only GPUs are calibrated here; `roofwatch calibrate` still measures a CPU on request.
-    found = probe(0)
+    found = worker.device
     device = calibrated(found, settings.data_dir) if not is_cpu(found.device_class) else found
     app.signature("roofwatch.register_device", args=(device.model_dump(mode="json"),)).apply_async()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
