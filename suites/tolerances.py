@@ -59,6 +59,21 @@ def dtype_name(dtype: torch.dtype) -> str:
     return DTYPE_NAMES[dtype]
 
 
+def _require_judgeable(actual: torch.Tensor, expected: torch.Tensor) -> None:
+    """Same shape, a finite reference, and no NaN/Inf in the output (which no bound excuses)."""
+    if actual.shape != expected.shape:
+        raise AssertionError(f"shape {tuple(actual.shape)} != expected {tuple(expected.shape)}")
+    if not torch.isfinite(expected).all():
+        raise AssertionError("reference contains NaN/Inf; the test inputs are invalid")
+    non_finite = ~torch.isfinite(actual)
+    if non_finite.any():
+        first = tuple(int(i) for i in non_finite.nonzero()[0])
+        raise AssertionError(
+            f"{int(non_finite.sum())} of {actual.numel()} output elements are NaN/Inf "
+            f"(first at {first}: {actual[first].item()})"
+        )
+
+
 def assert_close(actual: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance) -> ErrorStats:
     """Check ``actual`` against ``expected`` element-wise and return the errors measured.
 
@@ -76,17 +91,7 @@ def assert_close(actual: torch.Tensor, expected: torch.Tensor, tolerance: Tolera
     Raises:
         AssertionError: on a shape mismatch, any NaN/Inf in ``actual``, or a bound exceeded.
     """
-    if actual.shape != expected.shape:
-        raise AssertionError(f"shape {tuple(actual.shape)} != expected {tuple(expected.shape)}")
-    if not torch.isfinite(expected).all():
-        raise AssertionError("reference contains NaN/Inf; the test inputs are invalid")
-    non_finite = ~torch.isfinite(actual)
-    if non_finite.any():
-        first = tuple(int(i) for i in non_finite.nonzero()[0])
-        raise AssertionError(
-            f"{int(non_finite.sum())} of {actual.numel()} output elements are NaN/Inf "
-            f"(first at {first}: {actual[first].item()})"
-        )
+    _require_judgeable(actual, expected)
     if actual.numel() == 0:
         return ErrorStats(0.0, 0.0)
 
@@ -129,17 +134,7 @@ def assert_within_torch_error(actual: torch.Tensor, torch_result: torch.Tensor, 
 
     Returns the kernel's ``ErrorStats``.
     """
-    if actual.shape != expected.shape:
-        raise AssertionError(f"shape {tuple(actual.shape)} != expected {tuple(expected.shape)}")
-    if not torch.isfinite(expected).all():
-        raise AssertionError("reference contains NaN/Inf; the test inputs are invalid")
-    non_finite = ~torch.isfinite(actual)
-    if non_finite.any():
-        first = tuple(int(i) for i in non_finite.nonzero()[0])
-        raise AssertionError(
-            f"{int(non_finite.sum())} of {actual.numel()} output elements are NaN/Inf "
-            f"(first at {first}: {actual[first].item()})"
-        )
+    _require_judgeable(actual, expected)
     ours, theirs = error_stats(actual, expected), error_stats(torch_result, expected)
     bound = k * theirs.max_abs + atol
     if ours.max_abs > bound:
