@@ -75,6 +75,8 @@ def analyze_run(session: Session, run_id: int) -> AnalysisSummary:
     base = baseline_run(session, run)
     summary = AnalysisSummary(run_id=run_id, baseline_run_id=base.id if base else None)
     if run.state not in ("succeeded", "failed") or run.device_id is None:
+        if run.trigger == "bisect":
+            summary.followups += bisect.next_steps(session, run.repository_id)  # skip it or measure it again
         return summary
     head_commit = session.get(Commit, run.commit_id)
     assert head_commit is not None

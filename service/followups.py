@@ -43,6 +43,7 @@ class Bisect:
     repository_id: int
     device_id: int
     sha: str
+    attempt: int = 0  # a commit whose first run left the verdict unclear is measured again
 
 
 FollowUp = Confirm | Bisect
@@ -54,8 +55,8 @@ def confirmation_for(session: Session, repository: Repository, device: Device, g
     return session.exec(select(Comparison).where(Comparison.idempotency_key == key)).first()
 
 
-def bisect_key(repository: Repository, sha: str, device: Device) -> str:
-    return f"{repository.full_name}@{sha}:{device.fingerprint}:bisect:0"
+def bisect_key(repository: Repository, sha: str, device: Device, attempt: int = 0) -> str:
+    return f"{repository.full_name}@{sha}:{device.fingerprint}:bisect:{attempt}"
 
 
 def dispatch(followups: list[FollowUp]) -> None:
@@ -100,7 +101,7 @@ def _bisect(followup: Bisect) -> None:
         repository = session.get(Repository, followup.repository_id)
         device = session.get(Device, followup.device_id)
         assert repository is not None and device is not None
-        key = bisect_key(repository, followup.sha, device)
+        key = bisect_key(repository, followup.sha, device, followup.attempt)
         if session.exec(select(Run).where(Run.idempotency_key == key)).first():
             return
         commit = _commit(session, repository, followup.sha)
