@@ -41,6 +41,26 @@ def test_pure_noise_drift_and_outliers_are_not_changes() -> None:
     assert detect(noise * drift * spikes) == []
 
 
+def _two_modes(n: int, gap: float, p_upper: float, seed: int) -> np.ndarray:
+    """An autotuner landing on one of two configurations ``gap`` apart, with 0.3 % jitter."""
+    rng = np.random.default_rng(seed)
+    return np.where(rng.random(n) < p_upper, 1.0 + gap, 1.0) * np.exp(rng.normal(0.0, 0.003, n))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_two_autotuner_modes_alone_are_not_changes(seed: int) -> None:
+    # Near p = 0.5 the median of a window flips between the modes; that flip is not a step.
+    assert detect(_two_modes(200, 0.05, 0.45, seed)) == []
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_step_smaller_than_the_mode_gap_is_found(seed: int) -> None:
+    values = _two_modes(200, 0.05, 0.35, seed)
+    values[100:] *= 1.025
+    (cp,) = detect(values)
+    assert abs(cp.index - 100) <= 3 and 1.5 < cp.change_pct < 3.5
+
+
 def test_missing_values_keep_input_row_numbers() -> None:
     values = list(_steps([(40, 1.0), (40, 1.5)], 0.01))
     values[10] = float("nan")

@@ -40,6 +40,8 @@ DEFAULT_WINDOW = 30  # points either side used to confirm and size a change
 WINSOR_K = 4.0  # clip residuals beyond this many robust standard deviations
 HAMPEL_HALF_WIDTH = 3  # a running median over 7 points ignores slow episodes of up to 3 commits
 TREND_Z = 3.0  # a trend enters the confirmation model only when this significant
+MODE_SEPARATION = 6.0  # two autotuner modes: gap over within-mode spread
+MODE_SHARE = 0.1  # the smaller mode holds at least this share of the window
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,15 @@ def robust_sigma(x: np.ndarray) -> float:
         return 0.0
     d = np.diff(x)
     return float(1.4826 * np.median(np.abs(d - np.median(d))) / math.sqrt(2))
+
+
+def mode_aware_sigma(x: np.ndarray, sigma: float, half_width: int = HAMPEL_HALF_WIDTH) -> float:
+    """Scale for winsorising that two autotuner modes do not shrink: the 90th percentile of residuals."""
+    if len(x) < 2 * half_width + 1:
+        return sigma
+    padded = np.pad(x, half_width, mode="edge")
+    median = np.median(np.lib.stride_tricks.sliding_window_view(padded, 2 * half_width + 1), axis=1)
+    return max(sigma, float(np.quantile(np.abs(x - median), 0.9)) / 1.645)
 
 
 def despike(x: np.ndarray, sigma: float, half_width: int = HAMPEL_HALF_WIDTH, k: float = WINSOR_K) -> np.ndarray:
@@ -130,8 +141,10 @@ def _step_test(x: np.ndarray, k: int, lo: int, hi: int, sigma: float) -> _Step |
     t = np.arange(lo, hi, dtype=float) - (k - 0.5)
     step = (np.arange(lo, hi) >= k).astype(float)
     ones = np.ones_like(t)
-    plain = _ols(np.column_stack([ones, step]), y)
-    trended = _ols(np.column_stack([ones, step, t]), y)
+    upper = _upper_mode(y, step)
+    extra = [upper] if upper is not None else []
+    plain = _ols(np.column_stack([ones, step, *extra]), y)
+    trended = _ols(np.column_stack([ones, step, t, *extra]), y)
     chosen = plain
     if trended is not None and abs(trended[2][2]) > TREND_Z:
         chosen = trended
@@ -141,6 +154,49 @@ def _step_test(x: np.ndarray, k: int, lo: int, hi: int, sigma: float) -> _Step |
     if not math.isfinite(tstat[1]):
         return None
     return _Step(float(coef[1]), float(se[1]), float(2 * special.stdtr(dof, -abs(tstat[1]))))
+
+
+def _upper_mode(y: np.ndarray, step: np.ndarray, rounds: int = 3) -> np.ndarray | None:
+    """Which points sit on the upper of two well-separated modes around a step, or None.
+
+    An autotuner flipping between two configurations adds a bimodal term that hides a step
+    smaller than the gap. When the residuals around the step split cleanly in two (the gap
+    many times the spread within each mode), the mode becomes a covariate of the step test.
+    """
+    upper = None
+    for _ in range(rounds):
+        design = np.column_stack([np.ones_like(y), step] + ([upper] if upper is not None else []))
+        coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+        level = design[:, :2] @ coef[:2]
+        r = y - level
+        cut = _two_means_cut(r)
+        if cut is None:
+            return None
+        found = (r > cut).astype(float)
+        if upper is not None and np.array_equal(found, upper):
+            break
+        upper = found
+    if upper is None or not MODE_SHARE <= upper.mean() <= 1 - MODE_SHARE:
+        return None
+    low, high = r[upper == 0], r[upper == 1]
+    within = math.sqrt((np.sum((low - low.mean()) ** 2) + np.sum((high - high.mean()) ** 2)) / max(len(r) - 2, 1))
+    if within <= 0 or (high.mean() - low.mean()) < MODE_SEPARATION * within:
+        return None
+    return upper
+
+
+def _two_means_cut(r: np.ndarray) -> float | None:
+    """Threshold of the best split of ``r`` into two groups (1-D 2-means, exact by sorting)."""
+    v = np.sort(r)
+    n = len(v)
+    if n < 4:
+        return None
+    sums = np.cumsum(v)
+    i = np.arange(1, n)
+    left_mean, right_mean = sums[:-1] / i, (sums[-1] - sums[:-1]) / (n - i)
+    between = i * (n - i) * (right_mean - left_mean) ** 2 / n
+    best = int(np.argmax(between))
+    return float((v[best] + v[best + 1]) / 2)
 
 
 def _ols(design: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
@@ -181,7 +237,24 @@ def _confirm(x: np.ndarray, cps: list[int], sigma: float, alpha: float, min_effe
         cps = [k for k, _ in kept]
 
 
-def _refine(x: np.ndarray, k: int, lo: int, hi: int, min_size: int, reach: int = 3) -> int:
+def _refine(x: np.ndarray, k: int, lo: int, hi: int, min_size: int, sigma: float, reach: int = 3) -> int:
+    """Move ``k`` to the nearby split whose step stands out most: segmentation can be a point or two off.
+
+    Two autotuner modes make a plain two-sample t wander, so where the window has them the
+    split is chosen by the confirmation's own mode-aware step test instead.
+    """
+    window = x[lo:hi]
+    if _upper_mode(window, (np.arange(lo, hi) >= k).astype(float)) is None:
+        return _refine_by_t(x, k, lo, hi, min_size, reach)
+    best, best_t = k, -1.0
+    for j in range(max(lo + min_size, k - reach), min(hi - min_size, k + reach) + 1):
+        step = _step_test(x, j, lo, hi, sigma)
+        if step is not None and step.se > 0 and abs(step.log_step) / step.se > best_t:
+            best, best_t = j, abs(step.log_step) / step.se
+    return best
+
+
+def _refine_by_t(x: np.ndarray, k: int, lo: int, hi: int, min_size: int, reach: int = 3) -> int:
     """Move ``k`` to the nearby split with the largest two-sample t: segmentation can be a point or two off."""
     first, last = max(lo + min_size, k - reach), min(hi - min_size, k + reach)
     if first >= last:
@@ -211,15 +284,16 @@ def detect(values: Sequence[float] | np.ndarray, *, alpha: float = DEFAULT_ALPHA
     x = np.log(raw[rows])
     sigma = robust_sigma(x)
     # Search on the despiked series; confirm on the measured one (winsorised there instead).
-    candidates = _candidates(despike(x, sigma), min_size, segment_alpha)
-    confirmed = _confirm(x, candidates, sigma, alpha, min_effect, window)
+    wsigma = mode_aware_sigma(x, sigma)
+    candidates = _candidates(despike(x, wsigma), min_size, segment_alpha)
+    confirmed = _confirm(x, candidates, wsigma, alpha, min_effect, window)
     positions = [k for k, _ in confirmed]
     refined: list[int] = []
     for i, k in enumerate(positions):
         lo = max(positions[i - 1] if i else 0, k - window)
         hi = min(positions[i + 1] if i + 1 < len(positions) else len(x), k + window)
-        refined.append(_refine(x, k, lo, hi, min_size))
-    confirmed = _confirm(x, refined, sigma, alpha, min_effect, window)
+        refined.append(_refine(x, k, lo, hi, min_size, wsigma))
+    confirmed = _confirm(x, refined, wsigma, alpha, min_effect, window)
     return [_describe(raw, rows, x, confirmed, i, window) for i in range(len(confirmed))]
 
 
