@@ -14,8 +14,8 @@ import torch
 
 from suites.tolerances import ErrorStats
 
-__all__ = ["GUARD", "IGNORE_RECORD_PROPERTY_WARNING", "INPUT_CANARY", "guarded", "large", "poisoned_output", "randn",
-           "record_errors", "shape_id"]
+__all__ = ["GUARD", "IGNORE_RECORD_PROPERTY_WARNING", "INPUT_CANARY", "assert_guard_intact", "guarded", "large",
+           "poisoned_output", "randn", "record_errors", "shape_id"]
 
 # pytest warns that record_property is incompatible with some junit families; the suites
 # record properties on purpose.
@@ -51,6 +51,16 @@ def guarded(x: torch.Tensor, canary: float) -> tuple[torch.Tensor, torch.Tensor]
 def poisoned_output(like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """An all-NaN tensor shaped like ``like``, followed by a NaN guard; the tensor and the guard."""
     return guarded(torch.full_like(like, float("nan")), float("nan"))
+
+
+def assert_guard_intact(guard: torch.Tensor, name: str) -> None:
+    """Fail if the kernel overwrote the NaN canary after output ``name`` (see ``poisoned_output``)."""
+    written = ~guard.isnan()
+    if written.any():
+        raise AssertionError(
+            f"wrote past the end of {name}: {int(written.sum())} of the {GUARD} elements after it changed "
+            f"(first {int(written.nonzero()[0])} past the end, now {guard[written][0].item()!r})"
+        )
 
 
 def record_errors(record_property: Callable[[str, object], None], errors: ErrorStats, prefix: str = "") -> None:

@@ -15,9 +15,9 @@ import torch
 
 from kernels.copy import add, add_reference, block_elements, copy, copy_reference
 from suites.checks import (
-    GUARD,
     IGNORE_RECORD_PROPERTY_WARNING,
     INPUT_CANARY,
+    assert_guard_intact,
     guarded,
     large,
     poisoned_output,
@@ -80,15 +80,6 @@ def _make_input(maker: InputMaker, shape: tuple[int, ...], dtype: torch.dtype, s
     return guarded(x, INPUT_CANARY)[0]
 
 
-def _assert_guard_intact(guard: torch.Tensor) -> None:
-    written = ~guard.isnan()
-    if written.any():
-        raise AssertionError(
-            f"wrote past the end of out: {int(written.sum())} of the {GUARD} elements after it changed "
-            f"(first {int(written.nonzero()[0])} past the end, now {guard[written][0].item()!r})"
-        )
-
-
 def _bits_of(t: torch.Tensor) -> torch.Tensor:
     return t.view(_BITS_DTYPE[t.dtype])
 
@@ -132,7 +123,7 @@ def test_copy(
     result = copy(x, out=out)
 
     assert result.data_ptr() == out.data_ptr(), "copy must write into the out= tensor"
-    _assert_guard_intact(guard)
+    assert_guard_intact(guard, "out")
     _assert_bit_identical(x, x_before, "the input before the call (copy modified its input)")
     _assert_bit_identical(out, copy_reference(x), "the input")
     errors = _finite_error(out, x)
@@ -158,7 +149,7 @@ def test_add(
     result = add(x, y, out=out)
 
     assert result.data_ptr() == out.data_ptr(), "add must write into the out= tensor"
-    _assert_guard_intact(guard)
+    assert_guard_intact(guard, "out")
     assert torch.equal(x, x_before) and torch.equal(y, y_before), "add modified an input"
     errors = assert_close(out, add_reference(x, y, torch.float64), tolerance_for(dtype))
     if _add_is_exact(dtype):

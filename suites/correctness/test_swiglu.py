@@ -22,6 +22,7 @@ from kernels.swiglu import (
 from suites.checks import (
     IGNORE_RECORD_PROPERTY_WARNING,
     INPUT_CANARY,
+    assert_guard_intact,
     guarded,
     poisoned_output,
     record_errors,
@@ -94,10 +95,6 @@ def _make_inputs(shape: tuple[int, ...], dtype: torch.dtype, dist: str, seed: in
     return guarded(gate.to(DEVICE), INPUT_CANARY)[0], guarded(up.to(DEVICE), INPUT_CANARY)[0]
 
 
-def _assert_guard_intact(guard: torch.Tensor, name: str) -> None:
-    assert guard.isnan().all(), f"wrote past the end of {name}: {int((~guard.isnan()).sum())} canary elements changed"
-
-
 @pytest.mark.parametrize("seed", SEEDS, ids=lambda s: f"seed{s}")
 @pytest.mark.parametrize("dist", list(DISTRIBUTIONS))
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_name)
@@ -116,7 +113,7 @@ def test_swiglu(
     result = swiglu(gate, up, out=out)
 
     assert result.data_ptr() == out.data_ptr(), "swiglu must write into the out= tensor"
-    _assert_guard_intact(guard, "out")
+    assert_guard_intact(guard, "out")
     assert torch.equal(gate, gate_before) and torch.equal(up, up_before), "swiglu modified an input"
     errors = assert_close(out, swiglu_reference(gate, up, torch.float64), tolerance_for(dtype))
     record_errors(record_property, errors)
@@ -134,8 +131,8 @@ def test_swiglu_backward(dtype: torch.dtype, dist: str, record_property: Callabl
 
     swiglu_backward(gate, up, grad_out, grad_gate=grad_gate, grad_up=grad_up)
 
-    _assert_guard_intact(gate_guard, "grad_gate")
-    _assert_guard_intact(up_guard, "grad_up")
+    assert_guard_intact(gate_guard, "grad_gate")
+    assert_guard_intact(up_guard, "grad_up")
     assert all(torch.equal(t, before) for t, before in zip((gate, up, grad_out), inputs_before))
     want_gate, want_up = swiglu_backward_reference(gate, up, grad_out)
     tolerance = tolerance_for(dtype)
