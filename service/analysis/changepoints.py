@@ -67,9 +67,13 @@ def mode_aware_sigma(x: np.ndarray, sigma: float, half_width: int = HAMPEL_HALF_
     """Scale for winsorising that two autotuner modes do not shrink: the 90th percentile of residuals."""
     if len(x) < 2 * half_width + 1:
         return sigma
+    return max(sigma, float(np.quantile(np.abs(x - _running_median(x, half_width)), 0.9)) / 1.645)
+
+
+def _running_median(x: np.ndarray, half_width: int) -> np.ndarray:
+    """Median of each point's ``2 * half_width + 1`` neighbourhood, the ends padded with their own value."""
     padded = np.pad(x, half_width, mode="edge")
-    median = np.median(np.lib.stride_tricks.sliding_window_view(padded, 2 * half_width + 1), axis=1)
-    return max(sigma, float(np.quantile(np.abs(x - median), 0.9)) / 1.645)
+    return np.median(np.lib.stride_tricks.sliding_window_view(padded, 2 * half_width + 1), axis=1)
 
 
 def despike(x: np.ndarray, sigma: float, half_width: int = HAMPEL_HALF_WIDTH, k: float = WINSOR_K) -> np.ndarray:
@@ -80,8 +84,7 @@ def despike(x: np.ndarray, sigma: float, half_width: int = HAMPEL_HALF_WIDTH, k:
     """
     if sigma <= 0 or len(x) < 2 * half_width + 1:
         return x
-    padded = np.pad(x, half_width, mode="edge")
-    median = np.median(np.lib.stride_tricks.sliding_window_view(padded, 2 * half_width + 1), axis=1)
+    median = _running_median(x, half_width)
     residual = x - median
     # The spread around the running median, not between neighbours: with two autotuner modes
     # both are "normal", and only points beyond the pair are treated as episodes.
