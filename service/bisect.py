@@ -23,7 +23,7 @@ from typing import Literal
 from sqlmodel import Session, col, select
 
 from service.analysis.correctness import FAILING
-from service.followups import Bisect, bisect_key
+from service.followups import Bisect, bisect_key_prefix
 from service.models import Change, Commit, Device, Measurement, Repository, Run, TestOutcome
 
 # A fixed change is still narrowed: which commit introduced a bug matters after it is fixed.
@@ -128,8 +128,9 @@ def _finished_runs(session: Session, repository_id: int, sha: str, device_id: in
 
 
 def _bisect_attempts(session: Session, repository: Repository, sha: str, device: Device) -> list[Run]:
-    prefix = bisect_key(repository, sha, device, 0)[:-1]
-    return list(session.exec(select(Run).where(col(Run.idempotency_key).startswith(prefix))).all())
+    # autoescape: a "_" in a repository name is a literal, not LIKE's one-character wildcard.
+    prefix = bisect_key_prefix(repository, sha, device)
+    return list(session.exec(select(Run).where(col(Run.idempotency_key).startswith(prefix, autoescape=True))).all())
 
 
 def next_steps(session: Session, repository_id: int) -> list[Bisect]:

@@ -55,8 +55,13 @@ def confirmation_for(session: Session, repository: Repository, device: Device, g
     return session.exec(select(Comparison).where(Comparison.idempotency_key == key)).first()
 
 
+def bisect_key_prefix(repository: Repository, sha: str, device: Device) -> str:
+    """What every bisect run of ``sha`` on ``device`` is keyed with, before its attempt number."""
+    return f"{repository.full_name}@{sha}:{device.fingerprint}:bisect:"
+
+
 def bisect_key(repository: Repository, sha: str, device: Device, attempt: int = 0) -> str:
-    return f"{repository.full_name}@{sha}:{device.fingerprint}:bisect:{attempt}"
+    return f"{bisect_key_prefix(repository, sha, device)}{attempt}"
 
 
 def dispatch(followups: list[FollowUp]) -> None:
