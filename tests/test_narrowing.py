@@ -8,8 +8,8 @@ import pytest
 from sqlmodel import Session, select
 
 from service.core.db import migrate, session_scope
-from service.core.models import Benchmark, Change, Commit, Device, Measurement, Repository, Run
 from service.core.keys import bisect_key
+from service.core.models import Benchmark, Change, Commit, Device, Measurement, Repository, Run
 from service.flows import narrowing as bisect
 from service.flows.narrowing import Bisect
 
