@@ -83,12 +83,14 @@ def roofwatch_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[P
 def _reset_caches() -> None:
     from service.config import get_settings
     from service.db import get_engine
+    from workers.sandbox_settings import get_sandbox_settings
 
     if get_engine.cache_info().currsize:
         engine: Engine = get_engine()
         engine.dispose()
     get_engine.cache_clear()
     get_settings.cache_clear()
+    get_sandbox_settings.cache_clear()
 
 
 @pytest.fixture
