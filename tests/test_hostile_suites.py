@@ -116,4 +116,5 @@ def test_without_the_sandbox_the_same_attacks_succeed(tmp_path: Path, listener: 
     assert found["survivors"], "the daemon should have outlived the unconfined suite"
     assert found["received"] == [b"exfiltrated\n"]
     assert found["planted_table"]
-    assert found["victim_after"]["hooks"], "the hook planted in the victim's mirror did not run"  # type: ignore[index]
+    # The hook lands in the victim's mirror, but hardened git (core.hooksPath) never runs it.
+    assert found["victim_after"] == {"planted": [], "hooks": []}

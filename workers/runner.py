@@ -23,7 +23,7 @@ from workers.device import probe
 from workers.envelope import CommitRecord, DeviceInfo, Envelope, SuiteResult
 from workers.errors import CheckoutError, ResultFileError, SuiteConfigError
 from workers.results import parse_benchmark_json, parse_junit
-from workers.sandbox_settings import get_sandbox_settings
+from workers.settings import get_worker_settings
 from workers.suite_config import SuiteSpec, load_suites
 
 log = logging.getLogger(__name__)
@@ -166,7 +166,7 @@ def run_suite(spec: SuiteSpec, tree: Path, data_dir: Path, job: SuiteLimits,
 
 def sandbox_refusal() -> str | None:
     """Why untrusted code cannot run on this host now, or None when the sandbox works."""
-    settings = get_sandbox_settings()
+    settings = get_worker_settings()
     if settings.sandbox == "unconfined":
         return None
     try:
@@ -184,7 +184,7 @@ def suite_confinement(tree: Path, scratch: Path, cache: Path, setup: bool, netwo
     in-memory folders of this run alone; the repository's setup cache is writable for setup,
     read-only for suites.
     """
-    settings = get_sandbox_settings()
+    settings = get_worker_settings()
     isolation = None
     if settings.sandbox == "bubblewrap":
         isolation = bubblewrap.Isolation(
