@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
-from sqlalchemy import JSON, Column, Index, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Column, Index, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -33,7 +33,22 @@ class Repository(SQLModel, table=True):
     trust_policy: str = "maintainers-only"
     # GitHub App installation that covers this repository (from webhooks); None in token mode.
     installation_id: int | None = None
+    # The operator's switch: this repository's suites may reach the network (setup always may).
+    suite_network: bool = False
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class PullRequestHead(SQLModel, table=True):
+    """A head SHA a pull request had, and when roofwatch heard of it: what an approval refers to."""
+
+    __table_args__ = (UniqueConstraint("repository_id", "number", "sha"),
+                      Index("ix_pullrequesthead_repository_number", "repository_id", "number"))
+
+    id: int | None = Field(default=None, primary_key=True)
+    repository_id: int = Field(foreign_key="repository.id")
+    number: int = Field(sa_type=BigInteger)
+    sha: str = Field(max_length=64)
+    seen_at: datetime = Field(default_factory=utcnow)
 
 
 class Commit(SQLModel, table=True):

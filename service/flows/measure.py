@@ -20,7 +20,7 @@ def job_for(run: Run, repository: Repository, commit: Commit, settings: Settings
         run_id=run.id, idempotency_key=run.idempotency_key,  # type: ignore[arg-type]
         repository=repository.full_name, clone_url=repository.clone_url, sha=commit.sha,
         data_dir=str(settings.data_dir), suite_timeout_s=settings.suite_timeout,
-        output_limit=settings.output_limit,
+        output_limit=settings.output_limit, suite_network=repository.suite_network,
     )
 
 
