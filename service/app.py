@@ -17,6 +17,7 @@ from service.config import get_settings
 from service.deps import SessionDep
 from service.github.webhooks import router as webhook_router
 from service.metrics import router as metrics_router
+from service.upload_api import router as upload_router
 
 REPORT_SWEEP_S = 60.0
 
@@ -51,6 +52,7 @@ def create_app() -> FastAPI:
     app.include_router(api_router)
     app.include_router(webhook_router)
     app.include_router(metrics_router)
+    app.include_router(upload_router)
 
     @app.get("/healthz", tags=["ops"])
     def healthz(session: SessionDep) -> dict[str, str]:

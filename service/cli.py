@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from service import upload_command
 from service.config import get_settings
 
 app = typer.Typer(help="Performance-regression CI for GPU kernels.", no_args_is_help=True,
@@ -277,6 +278,9 @@ def triage(
             console.print(f"change {change.id} is now [bold]{change.state}[/]")
     except TriageError as exc:
         _fail(str(exc))
+
+
+app.command("upload")(upload_command.upload)
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ def utcnow() -> datetime:
 
 RUN_STATES = ("queued", "running", "succeeded", "failed", "errored", "cancelled", "skipped")
 TERMINAL_STATES = frozenset({"succeeded", "failed", "errored", "cancelled", "skipped"})
-TRIGGERS = ("push", "pull_request", "manual", "bisect", "schedule")
+TRIGGERS = ("push", "pull_request", "manual", "bisect", "schedule", "upload")
 CHANGE_KINDS = ("perf-regression", "perf-improvement", "correctness-failure", "numerics-drift")
 TriageState = Literal["new", "acknowledged", "expected", "invalid", "fixed"]
 TRIAGE_STATES: tuple[str, ...] = get_args(TriageState)
