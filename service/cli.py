@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from service import upload_command
+from service import suites_command, upload_command
 from service.config import get_settings
 
 app = typer.Typer(help="Performance-regression CI for GPU kernels.", no_args_is_help=True,
@@ -55,6 +56,8 @@ def repo_add(
     trust_policy: Annotated[str, typer.Option(
         "--trust-policy", help="maintainers-only: fork / outside pull requests wait for approval; everyone")
     ] = "maintainers-only",
+    suites: Annotated[Path | None, typer.Option(
+        "--suites", help="TOML with [[tool.roofwatch.suites]] tables, kept in roofwatch instead of the repository")] = None,
 ) -> None:
     """Register a repository; webhooks for OWNER/NAME then clone from CLONE_URL."""
     from service.db import session_scope
@@ -66,8 +69,13 @@ def repo_add(
         with session_scope() as session:
             repository = register(session, full_name, clone_url, default_branch, trust_policy)
             console.print(f"registered [bold]{repository.full_name}[/] → {repository.clone_url}")
-    except RoofwatchError as exc:
+            if suites is not None:
+                suites_command.set_suites(session, repository, suites, console)
+    except (RoofwatchError, OSError) as exc:
         _fail(str(exc))
+
+
+repo_app.command("set-suites")(suites_command.set_suites_command)
 
 
 @app.command()
@@ -79,13 +87,17 @@ def run(
     force: Annotated[bool, typer.Option("--force", help="measure again commits already measured on this device")] = False,
     wait: Annotated[bool, typer.Option("--wait/--no-wait", help="with a broker: wait for the runs")] = True,
     device_class: Annotated[str | None, typer.Option("--device-class", help="with a broker: the device queue to use")] = None,
+    suites: Annotated[Path | None, typer.Option(
+        "--suites", help="one-off: suites from this TOML file (same tables as pyproject.toml), not stored")] = None,
+    suites_from: Annotated[str | None, typer.Option(
+        "--suites-from", help="backfill: every suite with suite_paths runs with those paths taken from REF")] = None,
 ) -> None:
     """Check out and run the suites on each commit, store, analyse, print a summary."""
     from service.run_command import RunRequest, execute
 
     _prepare_database()
     request = RunRequest(repo=repo, revs=rev or [], range_spec=range_, last=last, force=force,
-                         wait=wait, device_class=device_class)
+                         wait=wait, device_class=device_class, suites_file=suites, suites_from=suites_from)
     code = execute(request, console)
     raise typer.Exit(code)
 

@@ -10,6 +10,7 @@ from dataclasses import asdict
 
 from celery import Signature, chain
 from celery.result import AsyncResult
+from sqlalchemy.orm import object_session
 from sqlmodel import Session, col, select
 
 from service.config import Settings
@@ -52,11 +53,17 @@ def create_run(session: Session, repository: Repository, commit: Commit, key: st
 
 
 def job_for(run: Run, repository: Repository, commit: Commit, settings: Settings) -> Job:
+    """The worker's job for ``run``, with the repository's stored suites (if any) for the worker to weigh."""
+    from service.suite_configs import current, label
+
+    session = object_session(run)
+    stored = current(session, repository.id) if session is not None and repository.id is not None else None  # type: ignore[arg-type]
     return Job(
         run_id=run.id, idempotency_key=run.idempotency_key,  # type: ignore[arg-type]
         repository=repository.full_name, clone_url=repository.clone_url, sha=commit.sha,
         data_dir=str(settings.data_dir), suite_timeout_s=settings.suite_timeout,
         output_limit=settings.output_limit,
+        suites_toml=stored.content if stored else "", suites_label=label(stored) if stored else "",
     )
 
 

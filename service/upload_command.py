@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from service.upload_formats import FORMATS
 
@@ -42,7 +43,7 @@ def upload(
     try:
         outcome = upload_and_report(UploadRequest(repo, commit, file, format_, device_class, suite, pr, base))
     except RoofwatchError as exc:
-        err.print(f"[bold red]error:[/] {exc}")
+        err.print(f"[bold red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2) from exc
     if output == "json":
         sys.stdout.write(json.dumps(asdict(outcome), indent=2) + "\n")
