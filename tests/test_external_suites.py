@@ -39,7 +39,7 @@ def _history(repo: Path, bench_from: int) -> list[str]:
 
 
 def _runs(data_dir: Path) -> list[tuple[str, str, str, list[tuple[str, str]]]]:
-    from service.models import Commit, Run, SuiteExecution
+    from service.core.models import Commit, Run, SuiteExecution
 
     engine = create_engine(f"sqlite:///{data_dir / 'roofwatch.db'}")
     with Session(engine) as session:

@@ -17,7 +17,7 @@ from sample_repo import commit, init
 from sqlmodel import func, select
 from tests_support import roofwatch
 
-from service.upload_formats import UploadFormatError, read_results
+from service.records.upload_formats import UploadFormatError, read_results
 
 REPO = "acme/legacy-kernels"
 TOKEN = "upload-token"
@@ -115,9 +115,9 @@ def upload_client(roofwatch_env: Path, fake_github: FakeGitHub, legacy_repo: dic
                         "API_TOKEN": TOKEN, "PUBLIC_URL": "http://roofwatch.test"}.items():
         monkeypatch.setenv(f"ROOFWATCH_{name}", value)
     _reset_caches()
-    from service.app import create_app
-    from service.db import migrate, session_scope
-    from service.repos import register
+    from service.api.app import create_app
+    from service.core.db import migrate, session_scope
+    from service.records.repositories import register
 
     migrate()
     with session_scope() as session:
@@ -132,8 +132,8 @@ def _post(client: TestClient, path: Path, token: str = TOKEN, **params: object):
 
 
 def _counts() -> tuple[int, int]:
-    from service.db import session_scope
-    from service.models import Measurement, Run
+    from service.core.db import session_scope
+    from service.core.models import Measurement, Run
 
     with session_scope() as session:
         return (session.exec(select(func.count()).select_from(Run)).one(),
