@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from service.cli import suites as suites_command
+from service.cli import upload as upload_command
 from service.core.config import get_settings
 
 app = typer.Typer(help="Performance-regression CI for GPU kernels.", no_args_is_help=True,
@@ -57,6 +60,8 @@ def repo_add(
     suite_network: Annotated[bool | None, typer.Option(
         "--suite-network/--no-suite-network", help="let this repository's suites reach the network (off by default)")
     ] = None,
+    suites: Annotated[Path | None, typer.Option(
+        "--suites", help="TOML with [[tool.roofwatch.suites]] tables, kept in roofwatch instead of the repository")] = None,
 ) -> None:
     """Register a repository; webhooks for OWNER/NAME then clone from CLONE_URL."""
     from service.core.db import session_scope
@@ -68,8 +73,13 @@ def repo_add(
         with session_scope() as session:
             repository = register(session, full_name, clone_url, default_branch, trust_policy, suite_network)
             console.print(f"registered [bold]{repository.full_name}[/] → {repository.clone_url}")
-    except RoofwatchError as exc:
+            if suites is not None:
+                suites_command.set_suites(session, repository, suites, console)
+    except (RoofwatchError, OSError) as exc:
         _fail(str(exc))
+
+
+repo_app.command("set-suites")(suites_command.set_suites_command)
 
 
 @app.command()
@@ -81,13 +91,17 @@ def run(
     force: Annotated[bool, typer.Option("--force", help="measure again commits already measured on this device")] = False,
     wait: Annotated[bool, typer.Option("--wait/--no-wait", help="with a broker: wait for the runs")] = True,
     device_class: Annotated[str | None, typer.Option("--device-class", help="with a broker: the device queue to use")] = None,
+    suites: Annotated[Path | None, typer.Option(
+        "--suites", help="one-off: suites from this TOML file (same tables as pyproject.toml), not stored")] = None,
+    suites_from: Annotated[str | None, typer.Option(
+        "--suites-from", help="backfill: every suite with suite_paths runs with those paths taken from REF")] = None,
 ) -> None:
     """Check out and run the suites on each commit, store, analyse, print a summary."""
     from service.cli.run import RunRequest, execute
 
     _prepare_database()
     request = RunRequest(repo=repo, revs=rev or [], range_spec=range_, last=last, force=force,
-                         wait=wait, device_class=device_class)
+                         wait=wait, device_class=device_class, suites_file=suites, suites_from=suites_from)
     code = execute(request, console)
     raise typer.Exit(code)
 
@@ -280,6 +294,9 @@ def triage(
             console.print(f"change {change.id} is now [bold]{change.state}[/]")
     except TriageError as exc:
         _fail(str(exc))
+
+
+app.command("upload")(upload_command.upload)
 
 
 def main() -> None:
