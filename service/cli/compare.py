@@ -14,13 +14,13 @@ from sqlmodel import select
 
 from service.core.config import get_settings
 from service.core.db import session_scope
+from service.core.errors import RoofwatchError
 from service.core.models import Comparison, Repository
 from service.flows.measure import upsert_commit
 from service.records.comparisons import ab_job_for, comparison_key, comparison_report, create_comparison
 from service.records.repositories import mirror_and_source, resolve_repository
 from workers import checkout
 from workers.device import probe, queue_name
-from workers.errors import RoofwatchError
 
 # Exit codes: a CI step can gate on them.
 EXIT = {"no-change": 0, "improvement": 0, "regression": 1, "failure": 1, "inconclusive": 3, "errored": 2}

@@ -12,12 +12,12 @@ from sqlmodel import select
 
 from service.core.config import get_settings
 from service.core.db import session_scope
+from service.core.errors import RoofwatchError
 from service.core.models import Change, Commit, Measurement, Repository, Run, TestOutcome
 from service.flows.measure import create_run, job_for, measured_on, submit, upsert_commit
 from service.records.repositories import mirror_and_source, resolve_repository
 from workers import checkout
 from workers.device import probe, queue_name
-from workers.errors import RoofwatchError
 from workers.runner import local_progress
 
 DEFAULT_LAST = 1

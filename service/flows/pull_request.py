@@ -17,6 +17,7 @@ from sqlmodel import Session, col, select
 
 from service.core.config import get_settings
 from service.core.db import session_scope
+from service.core.errors import CheckoutError, PullRequestError
 from service.core.models import Commit, Comparison, Repository, Run, utcnow
 from service.flows.measure import upsert_commit
 from service.github import reporting
@@ -24,7 +25,6 @@ from service.github.comment import ReportContext, render_comment, summarize
 from service.records.comparisons import ab_job_for, comparison_key, comparison_report, create_comparison
 from workers import checkout
 from workers.device import probe, queue_name
-from workers.errors import CheckoutError
 
 log = logging.getLogger(__name__)
 
@@ -40,10 +40,6 @@ class PullRequestHead:
     base_ref: str
     base_sha: str
     title: str = ""
-
-
-class PullRequestError(Exception):
-    """The pull request cannot be measured (unfetchable repository, missing commit)."""
 
 
 def device_class() -> str:

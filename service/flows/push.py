@@ -15,6 +15,7 @@ from sqlmodel import select
 
 from service.core.config import get_settings
 from service.core.db import session_scope
+from service.core.errors import CheckoutError
 from service.core.models import Change, Commit, Measurement, Repository, Run, TestOutcome
 from service.flows.measure import create_run, job_for, submit, upsert_commit
 from service.flows.pull_request import PullRequestError, device_class
@@ -22,7 +23,6 @@ from service.github import reporting
 from service.github.comment import Summary
 from workers import checkout
 from workers.device import queue_name
-from workers.errors import CheckoutError
 
 log = logging.getLogger(__name__)
 
