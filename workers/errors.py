@@ -10,6 +10,7 @@ at its root so that workers import nothing of the service.
      ├── SuiteConfigError         [tool.roofwatch] is present but malformed
      ├── ResultFileError          a suite's JUnit XML / benchmark JSON is missing or unreadable
      ├── CalibrationError         the device's peaks could not be measured
+     ├── SandboxUnavailable       bubblewrap is missing or cannot confine a suite here
      └── UnknownRepository        a name that was never registered with `roofwatch repo add`
 """
 
@@ -44,3 +45,7 @@ class UnknownRepository(RoofwatchError):
 
 class CalibrationError(RoofwatchError):
     """The device could not be measured (no such GPU, a crash, unreadable output)."""
+
+
+class SandboxUnavailable(RoofwatchError, RuntimeError):
+    """bubblewrap is missing or cannot create namespaces here; untrusted code must not run."""

@@ -7,6 +7,7 @@
      ├── SuiteConfigError             [tool.roofwatch] is present but malformed
      ├── ResultFileError              a suite's JUnit XML / benchmark JSON is missing or unreadable
      ├── CalibrationError             the device's peaks could not be measured
+     ├── SandboxUnavailable           bubblewrap is missing or cannot confine a suite on this host
      ├── UnknownRepository            a repository nobody registered, or a name that is not OWNER/NAME
      ├── IngestError                  an envelope that cannot be stored (unknown run, foreign version)
      ├── TriageError                  an unknown change or triage state
@@ -27,6 +28,7 @@ from workers.errors import (
     RemoteUnreachable,
     ResultFileError,
     RoofwatchError,
+    SandboxUnavailable,
     SuiteConfigError,
     UnknownRepository,
     UnknownRevision,
@@ -34,7 +36,7 @@ from workers.errors import (
 
 __all__ = [
     "CalibrationError", "CheckoutError", "CsvHistoryError", "GitHubError", "IngestError", "PullRequestError",
-    "RemoteUnreachable", "ResultFileError", "RetryableGitHubError", "RoofwatchError", "SuiteConfigError",
+    "RemoteUnreachable", "ResultFileError", "RetryableGitHubError", "RoofwatchError", "SandboxUnavailable", "SuiteConfigError",
     "TriageError", "UnknownRepository", "UnknownRevision",
 ]
 
