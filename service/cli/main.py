@@ -65,8 +65,8 @@ def repo_add(
 ) -> None:
     """Register a repository; webhooks for OWNER/NAME then clone from CLONE_URL."""
     from service.core.db import session_scope
+    from service.core.errors import RoofwatchError
     from service.records.repositories import register
-    from workers.errors import RoofwatchError
 
     _prepare_database()
     try:
@@ -199,16 +199,21 @@ def calibrate(
 
 @app.command()
 def regressions(
-    repo: Annotated[str | None, typer.Option("--repo")] = None,
+    repo: Annotated[str | None, typer.Option("--repo", help="OWNER/NAME, local path or clone URL, as `run` takes it")] = None,
     format_: Annotated[str, typer.Option("--format", help="table | json")] = "table",
 ) -> None:
     """The detected changes."""
     from service.core.db import session_scope
+    from service.core.errors import RoofwatchError
     from service.records.queries import change_rows
+    from service.records.repositories import find_repository
 
     _prepare_database()
-    with session_scope() as session:
-        rows = change_rows(session, repo)
+    try:
+        with session_scope() as session:
+            rows = change_rows(session, find_repository(session, repo).id if repo is not None else None)
+    except RoofwatchError as exc:
+        _fail(str(exc))
     if format_ == "json":
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
@@ -280,19 +285,24 @@ def triage(
     change_id: Annotated[int, typer.Argument(help="the change's id (see `roofwatch regressions`)")],
     state: Annotated[str, typer.Argument(help="new | acknowledged | expected | invalid | fixed")],
     note: Annotated[str, typer.Option("--note", help="why, for the change's history")] = "",
+    repo: Annotated[str | None, typer.Option(
+        "--repo", help="OWNER/NAME, local path or clone URL: the change must belong to it")] = None,
 ) -> None:
     """Set a change's triage state."""
     import getpass
 
     from service.core.db import session_scope
-    from service.records.triage import TriageError, set_state
+    from service.core.errors import RoofwatchError
+    from service.records.repositories import find_repository
+    from service.records.triage import set_state
 
     _prepare_database()
     try:
         with session_scope() as session:
-            change = set_state(session, change_id, state, note, actor=getpass.getuser())
+            within = find_repository(session, repo) if repo is not None else None
+            change = set_state(session, change_id, state, note, actor=getpass.getuser(), within=within)
             console.print(f"change {change.id} is now [bold]{change.state}[/]")
-    except TriageError as exc:
+    except RoofwatchError as exc:
         _fail(str(exc))
 
 

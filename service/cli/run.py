@@ -13,6 +13,7 @@ from sqlmodel import select
 
 from service.core.config import get_settings
 from service.core.db import session_scope
+from service.core.errors import RoofwatchError
 from service.core.models import Change, Commit, Measurement, Repository, Run, TestOutcome
 from service.flows.measure import job_for, submit
 from service.records.changes import shown
@@ -20,7 +21,6 @@ from service.records.repositories import mirror_and_source, resolve_repository
 from service.records.runs import create_run, measured_on, upsert_commit
 from workers import checkout
 from workers.device import probe, queue_name
-from workers.errors import RoofwatchError
 from workers.external_suites import parse_suites_file
 from workers.runner import local_progress
 
