@@ -14,6 +14,7 @@ from rich.table import Table
 
 from service.cli import suites as suites_command
 from service.cli import upload as upload_command
+from service.cli.database import prepare_database
 from service.core.config import get_settings
 
 app = typer.Typer(help="Performance-regression CI for GPU kernels.", no_args_is_help=True,
@@ -29,15 +30,6 @@ err = Console(stderr=True)
 def _fail(message: str, code: int = 2) -> None:
     err.print(f"[bold red]error:[/] {message}")
     raise typer.Exit(code)
-
-
-def _prepare_database() -> None:
-    """Migrate automatically on the embedded SQLite default; a shared server is migrated on purpose."""
-    settings = get_settings()
-    if settings.sqlalchemy_url.startswith("sqlite"):
-        from service.core.db import migrate
-
-        migrate()
 
 
 @db_app.command("upgrade")
@@ -68,7 +60,7 @@ def repo_add(
     from service.core.errors import RoofwatchError
     from service.records.repositories import register
 
-    _prepare_database()
+    prepare_database()
     try:
         with session_scope() as session:
             repository = register(session, full_name, clone_url, default_branch, trust_policy, suite_network)
@@ -99,7 +91,7 @@ def run(
     """Check out and run the suites on each commit, store, analyse, print a summary."""
     from service.cli.run import RunRequest, execute
 
-    _prepare_database()
+    prepare_database()
     request = RunRequest(repo=repo, revs=rev or [], range_spec=range_, last=last, force=force,
                          wait=wait, device_class=device_class, suites_file=suites, suites_from=suites_from)
     code = execute(request, console)
@@ -118,7 +110,7 @@ def serve(
     from workers.logs import configure_logging
 
     configure_logging(get_settings().log_format, "info")
-    _prepare_database()
+    prepare_database()
     console.print(f"roofwatch dashboard on [link]http://{host}:{port}/[/link]")
     # log_config=None: uvicorn's lines go through our handlers (text or JSON), not its own.
     uvicorn.run(create_app(), host=host, port=port, log_level="info", log_config=None)
@@ -189,7 +181,7 @@ def calibrate(
 
     settings = get_settings()
     store_cached(settings.data_dir, info.fingerprint, calibration)
-    _prepare_database()
+    prepare_database()
     sent = register_device.delay(with_peaks(info, calibration).model_dump(mode="json"))
     if settings.embedded:
         console.print(f"stored as measured peaks of device {sent.get()}")
@@ -208,7 +200,7 @@ def regressions(
     from service.records.queries import change_rows
     from service.records.repositories import find_repository
 
-    _prepare_database()
+    prepare_database()
     try:
         with session_scope() as session:
             rows = change_rows(session, find_repository(session, repo).id if repo is not None else None)
@@ -244,7 +236,7 @@ def compare(
     """
     from service.cli.compare import CompareRequest, execute, render
 
-    _prepare_database()
+    prepare_database()
     out = err if format_ == "json" else console
     code, data = execute(CompareRequest(repo, base, head, min_rounds, max_rounds, wait), out)
     if data is not None:
@@ -296,7 +288,7 @@ def triage(
     from service.records.repositories import find_repository
     from service.records.triage import set_state
 
-    _prepare_database()
+    prepare_database()
     try:
         with session_scope() as session:
             within = find_repository(session, repo) if repo is not None else None

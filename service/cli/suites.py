@@ -27,11 +27,11 @@ def set_suites_command(
     file: Annotated[Path, typer.Argument(help="TOML with [[tool.roofwatch.suites]] tables")],
 ) -> None:
     """Keep (a new version of) the repository's suites in roofwatch; every version is kept."""
-    from service.cli.main import _prepare_database
+    from service.cli.database import prepare_database
     from service.core.db import session_scope
     from workers.errors import RoofwatchError
 
-    _prepare_database()
+    prepare_database()
     try:
         with session_scope() as session:
             repository = session.exec(select(Repository).where(Repository.full_name == full_name)).first()

@@ -35,11 +35,11 @@ def upload(
     Exit status: 0 stored (or already stored), 1 the pull request regressed, 2 bad input
     (unknown format, unreadable file, unknown repository or SHA, device mismatch).
     """
-    from service.cli.main import _prepare_database
+    from service.cli.database import prepare_database
     from service.flows.upload import UploadRequest, upload_and_report
     from workers.errors import RoofwatchError
 
-    _prepare_database()
+    prepare_database()
     try:
         outcome = upload_and_report(UploadRequest(repo, commit, file, format_, device_class, suite, pr, base))
     except RoofwatchError as exc:

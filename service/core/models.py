@@ -22,6 +22,8 @@ TRIGGERS = ("push", "pull_request", "manual", "bisect", "schedule", "upload")
 CHANGE_KINDS = ("perf-regression", "perf-improvement", "correctness-failure", "numerics-drift")
 TriageState = Literal["new", "acknowledged", "expected", "invalid", "fixed"]
 TRIAGE_STATES: tuple[str, ...] = get_args(TriageState)
+# Whose pull requests run without a maintainer's approval (see service.github.trust).
+TRUST_POLICIES = ("maintainers-only", "everyone")
 
 
 class Repository(SQLModel, table=True):
