@@ -37,7 +37,7 @@ from workers.errors import (
 __all__ = [
     "CalibrationError", "CheckoutError", "CsvHistoryError", "GitHubError", "IngestError", "PullRequestError",
     "RemoteUnreachable", "ResultFileError", "RetryableGitHubError", "RoofwatchError", "SandboxUnavailable", "SuiteConfigError",
-    "TriageError", "UnknownRepository", "UnknownRevision",
+    "TriageError", "UnknownRepository", "UnknownRevision", "UploadError", "UploadFormatError",
 ]
 
 
@@ -67,3 +67,11 @@ class RetryableGitHubError(GitHubError):
     def __init__(self, message: str, status: int | None, retry_after: float | None) -> None:
         super().__init__(message, status)
         self.retry_after = retry_after
+
+
+class UploadFormatError(RoofwatchError):
+    """A result file that cannot be read: unknown format, not JSON, truncated, missing fields."""
+
+
+class UploadError(RoofwatchError):
+    """An upload that cannot be stored: unknown repository or SHA, missing base, device mismatch."""
