@@ -29,8 +29,8 @@ from test_dashboard_browser import ARTIFACTS, page  # noqa: F401  (fixture: head
 
 from dashboard.distribution_chart import distribution_figure, time_scale
 from dashboard.roofline_chart import KernelPoint, fraction, moved, ridge_points, roof_traces, roofline_figure
-from service.db import make_engine, migrate
-from service.models import (
+from service.core.db import make_engine, migrate
+from service.core.models import (
     Benchmark,
     Change,
     Commit,
@@ -175,7 +175,7 @@ def client(views_db: tuple[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("ROOFWATCH_DATA_DIR", str(tmp_path))
     monkeypatch.delenv("ROOFWATCH_API_TOKEN", raising=False)
     _reset_caches()
-    from service.app import create_app
+    from service.api.app import create_app
 
     app: FastAPI = create_app()
     yield TestClient(app)
@@ -313,7 +313,7 @@ def test_changes_lists_open_ones_first_with_actions(client: TestClient, ids: dic
 
 def test_changes_history_is_escaped_and_writes_enabled_with_a_token(client: TestClient, ids: dict[str, Any],
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    from service.config import get_settings
+    from service.core.config import get_settings
 
     monkeypatch.setenv("ROOFWATCH_API_TOKEN", "s3cret")
     get_settings.cache_clear()
@@ -443,7 +443,7 @@ def live_server(views_db: tuple[str, dict[str, Any]], monkeypatch: pytest.Monkey
     monkeypatch.setenv("ROOFWATCH_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("ROOFWATCH_API_TOKEN", "s3cret")
     _reset_caches()
-    from service.app import create_app
+    from service.api.app import create_app
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

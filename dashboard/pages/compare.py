@@ -15,9 +15,9 @@ from fastapi.responses import HTMLResponse
 from dashboard.common import TEMPLATES, script_json
 from dashboard.distribution_chart import distribution_figure
 from dashboard.figures import PLOT_CONFIG
-from service.comparisons import comparison_report, results_of
-from service.deps import SessionDep
-from service.models import Commit, Comparison, Repository, Run
+from service.api.deps import SessionDep
+from service.core.models import Commit, Comparison, Repository, Run
+from service.records.comparisons import comparison_report, results_of
 
 # Drawn without being asked: the verdicts a reader wants explained. Capped so that a comparison
 # of a thousand noisy benchmarks does not make the browser draw a thousand charts.
