@@ -51,6 +51,7 @@ def test_every_launched_kernel_is_compiled_for_sm90(tmp_path: Path, history: tup
     assert len(matmul.sass_hash) == 64 and matmul.toolchain.startswith("triton ")
     scale = kernels["_scale_kernel"]
     assert scale.specialization == "fp32, BLOCK=1024, w4 s3"
+    assert matmul.tests == ["test_matmul"] and scale.tests == ["test_scale"]
     assert scale.instructions["global_load"] > 0 and scale.instructions["fp32"] > 0
     assert "wgmma" not in scale.instructions
 

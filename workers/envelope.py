@@ -89,6 +89,7 @@ class CompiledArtifactRecord(BaseModel):
     sass_hash: str = ""
     toolchain: str = ""  # e.g. "triton 3.9.0, ptxas 12.9.86": a change starts a new epoch
     compile_s: float = 0.0
+    tests: list[str] = Field(default_factory=list)  # the tests (benchmarks) that launched it
 
 
 class SuiteResult(BaseModel):

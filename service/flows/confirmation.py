@@ -11,6 +11,7 @@ from __future__ import annotations
 from sqlmodel import Session, col, select
 
 from service.core.models import Change, Commit, Comparison, Run
+from service.flows import compiled_changes
 from service.flows.detection import OPEN_STATES, new_change
 from service.records.comparisons import results_of
 
@@ -30,10 +31,16 @@ def apply(session: Session, comparison_id: int) -> list[int]:
     run = session.exec(select(Run).where(Run.commit_id == bad.id, Run.device_id == comparison.device_id)
                        .order_by(col(Run.id).desc())).first()
     created: list[int] = []
+    held: list[dict[str, object]] = []  # confirmed timing moves on identical binaries, too small to believe
     for result, benchmark in results_of(session, comparison_id):
         if result.direction not in ("regression", "improvement"):
             continue
         kind = "perf-regression" if result.direction == "regression" else "perf-improvement"
+        decision, compiled = compiled_changes.timing_decision(session, comparison.repository_id, good.sha, bad.sha,
+                                                              benchmark.name, result.change_pct, result.threshold_pct)
+        if not decision.report:
+            held.append({"benchmark": benchmark.name, "change_pct": result.change_pct, "reason": decision.note})
+            continue
         if session.exec(select(Change).where(
                 Change.benchmark_id == benchmark.id, Change.kind == kind,
                 Change.range_end_sha == bad.sha, col(Change.state).in_(OPEN_STATES))).first():
@@ -44,12 +51,12 @@ def apply(session: Session, comparison_id: int) -> list[int]:
             ci_low=result.ci_low, ci_high=result.ci_high, p_value=result.q_value,
             details={"before": result.base_median, "after": result.head_median, "comparison_id": comparison_id,
                      "threshold_pct": result.threshold_pct, "mde_pct": result.mde_pct,
-                     "noise_pct": result.noise_pct, "rounds": len(result.base_values)},
+                     "noise_pct": result.noise_pct, "rounds": len(result.base_values), **compiled},
         )
         created.append(change.id)  # type: ignore[arg-type]
         if kind == "perf-improvement":
             _mark_returned(session, change, result.threshold_pct)
-    comparison.details = {**comparison.details, "applied": True, "changes": created}
+    comparison.details = {**comparison.details, "applied": True, "changes": created, "held_back": held}
     session.add(comparison)
     return created
 

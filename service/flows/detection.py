@@ -26,6 +26,7 @@ from sqlmodel import Session, col, select
 
 from service.analysis import changepoints, compare, correctness
 from service.core.models import Benchmark, Change, Commit, Device, Measurement, Repository, Run, TestOutcome
+from service.flows import compiled_changes
 from service.flows import narrowing as bisect
 from service.flows.main_branch import Confirm, FollowUp, commits_between, confirmation_for
 
@@ -88,6 +89,7 @@ def analyze_run(session: Session, run_id: int) -> AnalysisSummary:
     if base_rows is not None and base_commit is not None:
         _numerics(session, run, head_commit, head_rows, base_rows, base_commit, summary)
     _performance(session, run, head_commit, base, base_commit, summary)
+    summary.changes += compiled_changes.flag(session, run, head_commit)
     summary.followups += bisect.next_steps(session, run.repository_id)
     return summary
 

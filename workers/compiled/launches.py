@@ -76,6 +76,10 @@ class LaunchRecorder:
     def __init__(self, target: GPUTarget) -> None:
         self.backend = make_backend(target)
         self.launches: dict[str, Launch] = {}
+        # Which tests launched each specialization: the link from a kernel to the timing
+        # series (pytest-benchmark names a benchmark after its test).
+        self.current_test = ""
+        self.tests: dict[str, list[str]] = {}
         self._binders: dict[int, Any] = {}
 
     def record(self, fn: JITFunction, args: tuple, kwargs: dict[str, Any]) -> None:
@@ -91,6 +95,9 @@ class LaunchRecorder:
         key = _launch_key(kernel, signature, constexprs, attrs, launch_options)
         if key not in self.launches:
             self.launches[key] = Launch(fn, kernel, dict(signature), constexprs, attrs, launch_options, key)
+        tests = self.tests.setdefault(key, [])
+        if self.current_test and self.current_test not in tests:
+            tests.append(self.current_test)
 
 
 @contextmanager

@@ -57,6 +57,18 @@ def pytest_configure(config: pytest.Config) -> None:
                             "started": time.perf_counter()}
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> object:
+    state = item.config.stash.get(_STATE, None)
+    if state is not None:
+        state["recorder"].current_test = item.name
+    try:
+        return (yield)
+    finally:
+        if state is not None:
+            state["recorder"].current_test = ""
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash.get(_STATE, None)
     if state is None:
@@ -68,7 +80,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     collected_s = time.perf_counter() - state["started"]
     launches = sorted(recorder.launches.values(), key=lambda launch: (launch.kernel, launch.label(), launch.key))
     labels = _unique_labels(launches)
-    artifacts = [compile_launch(launch, labels[launch.key], target).model_dump()
+    artifacts = [compile_launch(launch, labels[launch.key], target, recorder.tests.get(launch.key, [])).model_dump()
                  for launch in launches for target in state["targets"]]
     state["output"].write_text(json.dumps({
         "toolchain": toolchain_version(), "targets": [t.name for t in state["targets"]],

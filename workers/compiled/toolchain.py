@@ -68,10 +68,11 @@ def _first_line(exc: BaseException) -> str:
     return text[:2000]
 
 
-def compile_launch(launch: Launch, specialization: str, target: Target) -> CompiledArtifactRecord:
+def compile_launch(launch: Launch, specialization: str, target: Target,
+                   tests: list[str] | None = None) -> CompiledArtifactRecord:
     """Compile ``launch`` for ``target``; a failure (compiler error, limit exceeded) is data, not an exception."""
     base = CompiledArtifactRecord(kernel=launch.kernel, specialization=specialization, target=target.name,
-                                  status="failed", toolchain=toolchain_version())
+                                  status="failed", toolchain=toolchain_version(), tests=list(tests or []))
     started = time.perf_counter()
     try:
         source = ASTSource(launch.fn, launch.signature, launch.constexprs, launch.attrs)
