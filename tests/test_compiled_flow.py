@@ -1,0 +1,140 @@
+"""Compiled artifacts through the whole flow: `roofwatch run` on a Triton repository stores them,
+`roofwatch artifacts` lists them, a kernel that stops compiling is a change with the compiler's
+reason, the PR comment shows what a bigger tile did, and a timing move on identical binaries is
+held back. Real compiles for sm_90 on this CPU-only machine, PostgreSQL, the real console script.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine
+from sqlmodel import Session, select
+from tests_support import roofwatch
+from triton_repo import build_history
+
+from service.core.models import Benchmark, Change, Commit, Comparison, ComparisonResult, Repository
+from service.flows import confirmation
+from service.github.comment import ReportContext, render_comment
+from service.records import compiled_artifacts
+from workers.envelope import CompiledArtifactRecord, RoundRecord, SuiteResult
+
+GOLDEN = Path(__file__).parent / "golden" / "pr_comment" / "compiled_changed.md"
+UPDATE = os.environ.get("ROOFWATCH_UPDATE_GOLDEN") == "1"
+# The golden comment holds real register and shared-memory numbers: they are this toolchain's.
+GOLDEN_TOOLCHAIN = "triton 3.9.0, ptxas 12.9.86"
+
+
+@pytest.fixture(scope="module")
+def stored(postgres_url: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str], dict[str, str]]:
+    root = tmp_path_factory.mktemp("compiled-flow")
+    repo = root / "tiles"
+    shas = build_history(repo)
+    env = {"ROOFWATCH_DATA_DIR": str(root / "data"), "ROOFWATCH_DATABASE_URL": postgres_url}
+    roofwatch(["db", "upgrade"], env)
+    done = roofwatch(["run", "--repo", str(repo), "--last", "4"], env, check=False)
+    assert done.returncode == 1, done.stdout + done.stderr  # the last commit's kernel no longer compiles
+    return repo, shas, env
+
+
+def artifacts(stored: tuple[Path, dict[str, str], dict[str, str]], name: str) -> dict[str, dict[str, Any]]:
+    repo, shas, env = stored
+    listing = json.loads(roofwatch(["artifacts", "--repo", str(repo), "--commit", shas[name][:10],
+                                    "--format", "json"], env).stdout)
+    return {row["kernel"].rsplit(".", 1)[-1]: row for row in listing}
+
+
+def session_for(url: str) -> Session:
+    return Session(create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1)))
+
+
+def test_artifacts_lists_every_kernel_with_its_numbers(stored: tuple[Path, dict[str, str], dict[str, str]]) -> None:
+    rows = artifacts(stored, "base")
+    assert set(rows) == {"_matmul_kernel", "_scale_kernel"}
+    matmul = rows["_matmul_kernel"]
+    assert matmul["commit"] == stored[1]["base"]
+    assert {"kernel", "specialization", "target", "registers", "spill_bytes", "shared_bytes", "sass_hash",
+            "instructions", "toolchain"} <= set(matmul)
+    assert matmul["target"] == "sm_90" and matmul["registers"] > 0 and matmul["instructions"]["wgmma"] > 0
+
+
+def test_comment_only_commit_keeps_every_hash(stored: tuple[Path, dict[str, str], dict[str, str]]) -> None:
+    base, comment = artifacts(stored, "base"), artifacts(stored, "comment")
+    assert {k: r["sass_hash"] for k, r in base.items()} == {k: r["sass_hash"] for k, r in comment.items()}
+
+
+def test_a_kernel_that_stops_compiling_is_a_change_with_the_reason(
+        stored: tuple[Path, dict[str, str], dict[str, str]]) -> None:
+    repo, shas, env = stored
+    changes = [c for c in json.loads(roofwatch(["regressions", "--format", "json"], env).stdout)
+               if c["kind"] == "compiled-code" and c["commit"] == shas["too_big"]]
+    [change] = changes
+    assert change["benchmark"].startswith("tiles._matmul_kernel[bf16, BLOCK_M=128 BLOCK_N=128 BLOCK_K=64, w4 s3 → ")
+    assert "out of resource: shared memory, Required: 525312, Hardware limit: 232448" in change["details"]["explanation"]
+    # The neutral and the bigger-tile commits change nothing that matters before a timing.
+    assert not [c for c in json.loads(roofwatch(["regressions", "--format", "json"], env).stdout)
+                if c["kind"] == "compiled-code" and c["commit"] in (shas["comment"], shas["bigger"])]
+
+
+def test_pr_comment_shows_the_bigger_tile(stored: tuple[Path, dict[str, str], dict[str, str]],
+                                          postgres_url: str) -> None:
+    _, shas, _ = stored
+    sides = {"base": artifacts(stored, "comment"), "head": artifacts(stored, "bigger")}
+    assert sides["head"]["_matmul_kernel"]["toolchain"] == GOLDEN_TOOLCHAIN, "toolchain changed: regenerate the golden"
+    rounds = [RoundRecord(side=side, index=0, suites=[SuiteResult(
+        name="compiled", kind="compile", status="passed",
+        artifacts=[CompiledArtifactRecord.model_validate(row) for row in rows.values()])])
+        for side, rows in sides.items()]
+    summary = compiled_artifacts.ab_summary(rounds)
+    report = {"id": 7, "base": shas["comment"], "head": shas["bigger"], "state": "succeeded", "verdict": "no-change",
+              "rounds": 5, "purpose": "pull_request", "device": "CPU", "error": "", "mde_pct": None,
+              "new_failures": [], "fixed": [], "benchmarks": [], "compiled": summary}
+    body = render_comment(report, ReportContext(repository="acme/tiles", pr_number=3, base_ref="main",
+                                                dashboard_url="https://roofwatch.example.com/compare/acme/tiles/7"))
+    assert "registers 72 → 205, shared 50176 B → 99328 B, wgmma 4 → 8" in body
+    if UPDATE:
+        GOLDEN.write_text(body)
+    assert body == GOLDEN.read_text()
+
+
+def _confirm(session: Session, repository: Repository, good: str, bad: str, change_pct: float) -> Comparison:
+    commits = {c.sha: c for c in session.exec(select(Commit).where(Commit.repository_id == repository.id))}
+    benchmark = Benchmark(fingerprint=f"compiled-flow-{bad[:8]}-{change_pct}", repository_id=repository.id,  # type: ignore[arg-type]
+                          suite="benchmarks", name="test_matmul", device_class="CPU")
+    comparison = Comparison(repository_id=repository.id, base_commit_id=commits[good].id,  # type: ignore[arg-type]
+                            head_commit_id=commits[bad].id, purpose="confirm", state="succeeded",  # type: ignore[arg-type]
+                            idempotency_key=f"compiled-flow-{bad}-{change_pct}")
+    session.add_all([benchmark, comparison])
+    session.flush()
+    session.add(ComparisonResult(comparison_id=comparison.id, benchmark_id=benchmark.id,  # type: ignore[arg-type]
+                                 base_values=[1.0] * 5, head_values=[1.0 + change_pct / 100] * 5,
+                                 change_pct=change_pct, threshold_pct=4.0, direction="regression", q_value=0.01))
+    session.flush()
+    return comparison
+
+
+def test_a_noisy_timing_candidate_on_identical_binaries_is_held_back(
+        stored: tuple[Path, dict[str, str], dict[str, str]], postgres_url: str) -> None:
+    repo, shas, _ = stored
+    with session_for(postgres_url) as session:
+        repository = session.exec(select(Repository).where(Repository.clone_url == str(repo.resolve()))).one()
+        noisy = _confirm(session, repository, shas["base"], shas["comment"], 5.0)
+        assert confirmation.apply(session, noisy.id) == []  # type: ignore[arg-type]
+        [held] = noisy.details["held_back"]
+        assert held["benchmark"] == "test_matmul"
+        assert "compiled code identical on both sides (sm_90)" in held["reason"] and "held back" in held["reason"]
+
+        large = _confirm(session, repository, shas["base"], shas["comment"], 12.0)
+        [change_id] = confirmation.apply(session, large.id)  # type: ignore[arg-type]
+        assert large.details["held_back"] == []
+
+        real = _confirm(session, repository, shas["comment"], shas["bigger"], 5.0)
+        [explained_id] = confirmation.apply(session, real.id)  # type: ignore[arg-type]
+        explained = session.get(Change, explained_id)
+        assert explained is not None and explained.details["binary_identical"] is False
+        assert "registers 72 → 205" in explained.details["explanation"]
+        session.rollback()
