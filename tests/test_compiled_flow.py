@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import _reset_caches
+from fastapi.testclient import TestClient
 from sqlalchemy import create_engine
 from sqlmodel import Session, select
 from tests_support import roofwatch
@@ -138,3 +140,27 @@ def test_a_noisy_timing_candidate_on_identical_binaries_is_held_back(
         assert explained is not None and explained.details["binary_identical"] is False
         assert "registers 72 → 205" in explained.details["explanation"]
         session.rollback()
+
+
+def test_dashboard_shows_the_kernel_history_and_the_run(stored: tuple[Path, dict[str, str], dict[str, str]],
+                                                        postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo, shas, env = stored
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    _reset_caches()
+    from service.api.app import create_app
+
+    client = TestClient(create_app())
+    with session_for(postgres_url) as session:
+        repository = session.exec(select(Repository).where(Repository.clone_url == str(repo.resolve()))).one()
+    listing = client.get(f"/compiled/{repository.id}")
+    assert listing.status_code == 200
+    assert "out of resource: shared memory" in listing.text  # the newest commit's matmul no longer fits
+    page = client.get(f"/compiled/{repository.id}/kernel", params={"name": "tiles._matmul_kernel"})
+    assert page.status_code == 200
+    history = page.text[page.text.index('id="compiled-history"'):]
+    # Newest first: the failure, then the bigger tile (a changed binary, marked), then the two identical ones.
+    assert history.count('class="changed"') == 2  # the bigger tile, and the tile that no longer compiles
+    assert "<td>205</td><td>0</td><td>99328</td>" in history and "<td>72</td><td>0</td><td>50176</td>" in history
+    assert client.get(f"/compiled/{repository.id}/kernel", params={"name": "nope"}).status_code == 404
+    _reset_caches()

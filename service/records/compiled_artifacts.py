@@ -43,6 +43,15 @@ def latest_run_with_artifacts(session: Session, repository_id: int, sha: str) ->
         .order_by(col(Run.id).desc())).first()
 
 
+def latest_run(session: Session, repository_id: int) -> Run | None:
+    """The run of the newest commit that stored compiled artifacts."""
+    return session.exec(
+        select(Run).join(Commit, col(Run.commit_id) == col(Commit.id))
+        .where(Run.repository_id == repository_id,
+               select(CompiledArtifact.id).where(CompiledArtifact.run_id == Run.id).exists())
+        .order_by(col(Commit.committed_at).desc(), col(Run.id).desc())).first()
+
+
 def for_commit(session: Session, repository_id: int, sha: str) -> list[CompiledArtifact]:
     run = latest_run_with_artifacts(session, repository_id, sha)
     return for_run(session, run.id) if run and run.id is not None else []
