@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,8 @@ from sqlmodel import Session, select
 from tests_support import roofwatch
 from triton_repo import build_history
 
-from service.core.models import Benchmark, Change, Commit, Comparison, ComparisonResult, Repository
+from service.analysis import lifecycle
+from service.core.models import Benchmark, Change, Commit, Comparison, ComparisonResult, Device, Repository
 from service.flows import confirmation
 from service.github.comment import ReportContext, render_comment
 from service.records import compiled_artifacts
@@ -103,20 +105,30 @@ def test_pr_comment_shows_the_bigger_tile(stored: tuple[Path, dict[str, str], di
     assert body == GOLDEN.read_text()
 
 
-def _confirm(session: Session, repository: Repository, good: str, bad: str, change_pct: float) -> Comparison:
+def _confirm(session: Session, repository: Repository, good: str, bad: str, change_pct: float) -> tuple[Comparison, Change]:
+    """A finished confirmation A/B of ``good..bad`` that measured ``change_pct`` on test_matmul, and the
+    candidate waiting for it."""
     commits = {c.sha: c for c in session.exec(select(Commit).where(Commit.repository_id == repository.id))}
-    benchmark = Benchmark(fingerprint=f"compiled-flow-{bad[:8]}-{change_pct}", repository_id=repository.id,  # type: ignore[arg-type]
-                          suite="benchmarks", name="test_matmul", device_class="CPU")
+    tag = f"compiled-flow-{bad[:8]}-{change_pct}"
+    device = Device(device_class="NVIDIA H100", fingerprint=tag)
+    benchmark = Benchmark(fingerprint=tag, repository_id=repository.id, suite="benchmarks",  # type: ignore[arg-type]
+                          name="test_matmul", device_class="NVIDIA H100")
+    session.add_all([device, benchmark])
+    session.flush()
     comparison = Comparison(repository_id=repository.id, base_commit_id=commits[good].id,  # type: ignore[arg-type]
-                            head_commit_id=commits[bad].id, purpose="confirm", state="succeeded",  # type: ignore[arg-type]
-                            idempotency_key=f"compiled-flow-{bad}-{change_pct}")
-    session.add_all([benchmark, comparison])
+                            head_commit_id=commits[bad].id, device_id=device.id, purpose="confirm",  # type: ignore[arg-type]
+                            state="succeeded", idempotency_key=tag, finished_at=datetime.now(UTC))
+    change = Change(repository_id=repository.id, device_id=device.id, benchmark_id=benchmark.id,  # type: ignore[arg-type]
+                    suite="benchmarks", kind="perf-regression", phase=lifecycle.CONFIRMING,
+                    range_start_sha=good, range_end_sha=bad)
+    session.add_all([comparison, change])
     session.flush()
     session.add(ComparisonResult(comparison_id=comparison.id, benchmark_id=benchmark.id,  # type: ignore[arg-type]
                                  base_values=[1.0] * 5, head_values=[1.0 + change_pct / 100] * 5,
+                                 base_median=1.0, head_median=1.0 + change_pct / 100,
                                  change_pct=change_pct, threshold_pct=4.0, direction="regression", q_value=0.01))
     session.flush()
-    return comparison
+    return comparison, change
 
 
 def test_a_noisy_timing_candidate_on_identical_binaries_is_held_back(
@@ -124,21 +136,21 @@ def test_a_noisy_timing_candidate_on_identical_binaries_is_held_back(
     repo, shas, _ = stored
     with session_for(postgres_url) as session:
         repository = session.exec(select(Repository).where(Repository.clone_url == str(repo.resolve()))).one()
-        noisy = _confirm(session, repository, shas["base"], shas["comment"], 5.0)
-        assert confirmation.apply(session, noisy.id) == []  # type: ignore[arg-type]
-        [held] = noisy.details["held_back"]
-        assert held["benchmark"] == "test_matmul"
-        assert "compiled code identical on both sides (sm_90)" in held["reason"] and "held back" in held["reason"]
+        comparison, noisy = _confirm(session, repository, shas["base"], shas["comment"], 5.0)
+        assert confirmation.apply(session, comparison.id) == []  # type: ignore[arg-type]
+        assert noisy.phase == lifecycle.REJECTED and noisy.details["held_back"] is True
+        assert noisy.details["binary_identical"] is True
+        assert "compiled code identical on both sides (sm_90)" in noisy.details["rejected"]
+        assert "held back: 5.0 % < 8.0 %" in noisy.details["rejected"]
 
-        large = _confirm(session, repository, shas["base"], shas["comment"], 12.0)
-        [change_id] = confirmation.apply(session, large.id)  # type: ignore[arg-type]
-        assert large.details["held_back"] == []
+        comparison, large = _confirm(session, repository, shas["base"], shas["comment"], 12.0)
+        assert confirmation.apply(session, comparison.id) == [large.id]  # type: ignore[arg-type]
+        assert "reported anyway" in large.details["explanation"]
 
-        real = _confirm(session, repository, shas["comment"], shas["bigger"], 5.0)
-        [explained_id] = confirmation.apply(session, real.id)  # type: ignore[arg-type]
-        explained = session.get(Change, explained_id)
-        assert explained is not None and explained.details["binary_identical"] is False
-        assert "registers 72 → 205" in explained.details["explanation"]
+        comparison, real = _confirm(session, repository, shas["comment"], shas["bigger"], 5.0)
+        assert confirmation.apply(session, comparison.id) == [real.id]  # type: ignore[arg-type]
+        assert real.phase == lifecycle.CONFIRMED and real.details["binary_identical"] is False
+        assert "registers 72 → 205" in real.details["explanation"]
         session.rollback()
 
 

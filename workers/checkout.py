@@ -31,6 +31,10 @@ class CommitInfo:
     author: str
     message: str
     committed_at: datetime
+    # How many commits its first-parent chain holds, itself included: its place on the branch.
+    # History is ordered by this, never by committer dates, which rebases and "Rebase and
+    # merge" make equal or send backwards.
+    position: int
 
 
 def git(*args: str, cwd: Path | None = None, timeout: float = GIT_TIMEOUT_S) -> str:
@@ -129,6 +133,7 @@ def commit_info(repo: Path, sha: str) -> CommitInfo:
         author=author,
         message=message.strip(),
         committed_at=datetime.fromtimestamp(int(stamp), UTC),
+        position=int(git("rev-list", "--first-parent", "--count", full, cwd=repo)),
     )
 
 

@@ -46,6 +46,9 @@ class Commit(SQLModel, table=True):
     author: str = ""
     message: str = ""
     committed_at: datetime | None = None
+    # First-parent position on its branch (commits on the chain, itself included). History,
+    # baselines and charts are ordered by it: committer dates can be equal or go backwards.
+    position: int | None = Field(default=None, index=True)
 
 
 class Device(SQLModel, table=True):
@@ -65,6 +68,9 @@ class Device(SQLModel, table=True):
     power_limit_w: float | None = None
     l2_bytes: int | None = None
     hostname: str = ""
+    # A/Bs in which one side moved almost every benchmark by one factor: the machine, not the
+    # code. Counted as a health signal for the device; such an A/B is measured again.
+    environment_shifts: int = 0
     created_at: datetime = Field(default_factory=utcnow)
 
 
@@ -175,10 +181,17 @@ class Change(SQLModel, table=True):
     suite: str = ""
     test_id: str | None = None
     kind: str
+    # Where the change is in its lifecycle: candidate -> narrowing -> confirming -> confirmed |
+    # rejected (see service.analysis.lifecycle). Only confirmed changes are shown.
+    phase: str = Field(default="candidate", index=True)
+    # The device (and so the series' epoch: its fingerprint) the change was seen on.
+    device_id: int | None = Field(default=None, foreign_key="device.id", index=True)
     first_bad_commit_id: int | None = Field(default=None, foreign_key="commit.id")
-    # When the first bad commit is not narrowed down yet: the last good and first bad SHAs seen.
+    # The step lies after the last good commit and at or before the first bad one seen.
     range_start_sha: str | None = None
     range_end_sha: str | None = None
+    range_start_position: int | None = None
+    range_end_position: int | None = None
     change_pct: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None

@@ -8,11 +8,10 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
+from service.analysis import lifecycle
 from service.analysis.compiled import Decision, binary_verdict, confirm_timing_change, diff
 from service.core.models import Change, Commit, Run
-from service.records import compiled_artifacts
-
-OPEN_STATES = ("new", "acknowledged")
+from service.records import changes, compiled_artifacts
 
 
 def flag(session: Session, run: Run, head_commit: Commit) -> list[int]:
@@ -31,19 +30,19 @@ def flag(session: Session, run: Run, head_commit: Commit) -> list[int]:
     base = compiled_artifacts.for_commit(session, run.repository_id, parent)
     if binary_verdict(base, head).identical is None:
         return []  # another toolchain: a new epoch, not a change of the code
+    good = session.exec(select(Commit).where(Commit.repository_id == run.repository_id, Commit.sha == parent)).first()
     created: list[int] = []
     for item in diff(base, head):
         test_id = f"{item.kernel}[{item.specialization}] {item.target}"
         if not item.matters or session.exec(select(Change).where(
                 Change.repository_id == run.repository_id, Change.kind == "compiled-code",
-                Change.test_id == test_id, col(Change.state).in_(OPEN_STATES))).first():
+                Change.test_id == test_id, col(Change.state).in_(changes.OPEN_STATES))).first():
             continue
-        change = Change(repository_id=run.repository_id, detected_run_id=run.id, kind="compiled-code",
-                        suite="compiled", test_id=test_id, first_bad_commit_id=head_commit.id,
-                        range_start_sha=parent, range_end_sha=head_commit.sha,
-                        details={"compiled": [item.as_dict()], "explanation": item.line()})
-        session.add(change)
-        session.flush()
+        # Certain, like a test outcome: the binaries of the two commits are what they are.
+        change = changes.record(session, repository_id=run.repository_id, device_id=run.device_id,
+                                kind="compiled-code", phase=lifecycle.CONFIRMED, good=good, bad=head_commit,
+                                run_id=run.id, suite="compiled", test_id=test_id,
+                                details={"compiled": [item.as_dict()], "explanation": item.line()})
         created.append(change.id)  # type: ignore[arg-type]
     return created
 

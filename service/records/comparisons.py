@@ -24,11 +24,6 @@ from workers.ab import ABJob, paired_rounds
 from workers.envelope import ENVELOPE_VERSION, ABEnvelope, MeasurementRecord, RoundRecord
 
 
-def comparison_key(repository: Repository, base_sha: str, head_sha: str, device_fingerprint: str,
-                   purpose: str, attempt: int = 0) -> str:
-    return f"{repository.full_name}@{base_sha}..{head_sha}:{device_fingerprint}:{purpose}:{attempt}"
-
-
 def create_comparison(session: Session, repository: Repository, base: Commit, head: Commit, key: str,
                       purpose: str = "manual", run_id: int | None = None) -> Comparison:
     """The comparison for ``key``, created queued unless it already exists (idempotent)."""
