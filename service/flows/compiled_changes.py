@@ -42,6 +42,7 @@ def flag(session: Session, run: Run, head_commit: Commit) -> list[int]:
         change = changes.record(session, repository_id=run.repository_id, device_id=run.device_id,
                                 kind="compiled-code", phase=lifecycle.CONFIRMED, good=good, bad=head_commit,
                                 run_id=run.id, suite="compiled", test_id=test_id,
+                                first_bad_commit_id=head_commit.id,
                                 details={"compiled": [item.as_dict()], "explanation": item.line()})
         created.append(change.id)  # type: ignore[arg-type]
     return created
