@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from sample_repo import commit, init
 from triton_repo import build_history
 
+from workers.compiled.artifacts_file import parse_compiled_json
 from workers.envelope import CompiledArtifactRecord, DeviceInfo, Envelope, SuiteResult
 from workers.runner import Job, run_job
 
+ROOT = Path(__file__).resolve().parents[1]
 DEVICE = DeviceInfo(device_class="CPU test", fingerprint="test")
 
 
@@ -110,3 +115,29 @@ def test_unknown_target_is_a_config_error(tmp_path: Path) -> None:
                           'command = "python -m pytest"\ntargets = ["sm_91"]\n'}, 1)
     envelope = run(tmp_path, repo, sha)
     assert envelope.status == "errored" and "unknown compile target 'sm_91'" in envelope.reason
+
+
+def _compile_own(tmp_path: Path, name: str) -> dict[str, CompiledArtifactRecord]:
+    """roofwatch's own matmul and copy benchmarks under the compile plugin, with a cache of their own."""
+    output = tmp_path / f"{name}.json"
+    env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / f"cache-{name}"), "HOME": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "suites/benchmarks/test_matmul_attention.py::test_matmul",
+         "suites/benchmarks/test_elementwise.py::test_copy", "-q", "-p", "no:cacheprovider", "--benchmark-disable",
+         "-p", "workers.compiled.plugin", f"--roofwatch-compiled={output}"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return {f"{a.kernel}[{a.specialization}] {a.target}": a for a in parse_compiled_json(output)}
+
+
+def test_roofwatch_kernels_compile_for_sm90_with_stable_hashes(tmp_path: Path) -> None:
+    first, second = _compile_own(tmp_path, "one"), _compile_own(tmp_path, "two")
+    kernels = {a.kernel for a in first.values()}
+    assert kernels == {"kernels.matmul._matmul_kernel", "kernels.copy._copy_kernel"}
+    # Every Hopper autotune config of the bf16 GEMM that survives the kernel's own pruning, not one winner.
+    assert sum(a.kernel.endswith("_matmul_kernel") for a in first.values()) == 8
+    for key, artifact in first.items():
+        assert artifact.status == "compiled" and artifact.target == "sm_90", artifact.reason
+        assert artifact.registers and artifact.registers > 0
+        assert second[key].sass_hash == artifact.sass_hash
+    assert all(a.instructions.get("wgmma") for a in first.values() if a.kernel.endswith("_matmul_kernel"))
