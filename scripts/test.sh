@@ -22,4 +22,13 @@ if ! command -v chromium >/dev/null 2>&1; then
     fi
 fi
 
-exec .venv/bin/python -m pytest "$@"
+# Suites run in bubblewrap; the hostile-repository tests need it (and fail loudly without it).
+if ! command -v bwrap >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq bubblewrap >/dev/null
+fi
+
+# Every core (pytest-xdist), and the 15 slowest tests at the end so slow ones are seen.
+exec .venv/bin/python -m pytest -n "${ROOFWATCH_TEST_WORKERS:-2}" --durations=15 "$@"

@@ -15,6 +15,7 @@ from service.api import background
 from service.api.deps import SessionDep
 from service.api.metrics import router as metrics_router
 from service.api.routes import router as api_router
+from service.api.uploads import router as upload_router
 from service.api.webhooks import router as webhook_router
 from service.core.config import get_settings
 
@@ -51,6 +52,7 @@ def create_app() -> FastAPI:
     app.include_router(api_router)
     app.include_router(webhook_router)
     app.include_router(metrics_router)
+    app.include_router(upload_router)
 
     @app.get("/healthz", tags=["ops"])
     def healthz(session: SessionDep) -> dict[str, str]:

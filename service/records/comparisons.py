@@ -44,7 +44,7 @@ def ab_job_for(comparison: Comparison, repository: Repository, base: Commit, hea
         comparison_id=comparison.id, idempotency_key=comparison.idempotency_key,  # type: ignore[arg-type]
         repository=repository.full_name, clone_url=repository.clone_url, base_sha=base.sha,
         head_sha=head.sha, data_dir=data_dir, min_rounds=min_rounds, max_rounds=max(min_rounds, max_rounds),
-        suite_timeout_s=suite_timeout_s, output_limit=output_limit,
+        suite_timeout_s=suite_timeout_s, output_limit=output_limit, suite_network=repository.suite_network,
     )
 
 
