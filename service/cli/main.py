@@ -231,7 +231,7 @@ def artifacts(
     from service.records.compiled_artifacts import public
     from workers.errors import RoofwatchError
 
-    _prepare_database()
+    prepare_database()
     try:
         with session_scope() as session:
             sha, rows = artifacts_of(session, repo, commit)
