@@ -20,6 +20,7 @@ from typing import Protocol
 
 from workers import bubblewrap, checkout, sandbox
 from workers.compiled.artifacts_file import failure_summary, parse_compiled_json
+from workers.compiled.install import PLUGIN, install_plugin, with_plugin_path
 from workers.device import probe
 from workers.envelope import CommitRecord, DeviceInfo, Envelope, SuiteResult
 from workers.errors import CheckoutError, ResultFileError, SuiteConfigError
@@ -237,7 +238,7 @@ def _result_argv(spec: SuiteSpec, scratch: Path) -> tuple[list[str], Path]:
     """The suite's command with the flags that make it write its result file, and that file."""
     if spec.kind == "compile":
         result_file = scratch / "compiled.json"
-        return [*spec.argv(), "-p", "workers.compiled.plugin", f"--roofwatch-compiled={result_file}",
+        return [*spec.argv(), "-p", PLUGIN, f"--roofwatch-compiled={result_file}",
                 f"--roofwatch-targets={','.join(spec.targets)}"], result_file
     result_file = scratch / ("junit.xml" if spec.kind == "correctness" else "benchmark.json")
     flag = "--junitxml" if spec.kind == "correctness" else "--benchmark-json"
@@ -250,6 +251,8 @@ def _execute(spec: SuiteSpec, tree: Path, data_dir: Path, scratch: Path, job: Su
     cache = setup_cache(data_dir, job.repository)
     confinement = suite_confinement(tree, scratch, cache, setup=False, network=job.suite_network)
     env = _suite_env(spec, tree, cache, scratch, confinement)
+    if spec.kind == "compile":
+        env = with_plugin_path(env, install_plugin(scratch))
     done = sandbox.run(argv, tree, env, timeout, job.output_limit, confinement)
     result = SuiteResult(name=spec.name, kind=spec.kind, status="errored", exit_code=done.exit_code,
                          duration_s=done.duration_s, output_tail=_tail(done))

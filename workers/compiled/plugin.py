@@ -1,7 +1,9 @@
 """The pytest plugin behind a ``kind = "compile"`` suite.
 
-The runner adds ``-p workers.compiled.plugin --roofwatch-compiled=FILE`` to the suite's
-command. The suite's tests then run with every Triton launch recorded instead of executed
+The runner copies this package into the suite's scratch folder as ``roofwatch_compiled`` (the
+sandbox sees no roofwatch installation) and adds ``-p roofwatch_compiled.plugin
+--roofwatch-compiled=FILE`` to the suite's command; outside the sandbox ``-p
+workers.compiled.plugin`` works the same. The suite's tests then run with every Triton launch recorded instead of executed
 (kernels are compiled, never run: their outputs are garbage, so test outcomes are ignored),
 and at the end each distinct specialization is compiled for each target and the artifacts
 are written to FILE as JSON::
@@ -44,8 +46,8 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["TRITON_INTERPRET"] = "0"
     from triton.backends.compiler import GPUTarget
 
-    from workers.compiled.launches import LaunchRecorder, recording
-    from workers.compiled.targets import DEFAULT_TARGETS, parse_targets
+    from .launches import LaunchRecorder, recording
+    from .targets import DEFAULT_TARGETS, parse_targets
 
     names = config.getoption("--roofwatch-targets") or os.environ.get(TARGETS_ENV) or ",".join(DEFAULT_TARGETS)
     targets = parse_targets(names)
@@ -74,13 +76,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if state is None:
         return
     state["stack"].close()
-    from workers.compiled.toolchain import compile_launch, toolchain_version
+    from .toolchain import compile_launch, toolchain_version
 
     recorder = state["recorder"]
     collected_s = time.perf_counter() - state["started"]
     launches = sorted(recorder.launches.values(), key=lambda launch: (launch.kernel, launch.label(), launch.key))
     labels = _unique_labels(launches)
-    artifacts = [compile_launch(launch, labels[launch.key], target, recorder.tests.get(launch.key, [])).model_dump()
+    artifacts = [compile_launch(launch, labels[launch.key], target, recorder.tests.get(launch.key, []))
                  for launch in launches for target in state["targets"]]
     state["output"].write_text(json.dumps({
         "toolchain": toolchain_version(), "targets": [t.name for t in state["targets"]],

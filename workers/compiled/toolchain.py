@@ -5,6 +5,10 @@ compile pipeline (TTIR → TTGIR → LLVM IR → PTX → cubin through ptxas), t
 -res-usage`` for registers, stack, spills and static shared memory and ``nvdisasm`` for the
 SASS. All three ship inside the Triton wheel (``triton/backends/nvidia/bin``), so no CUDA
 toolkit and no GPU is needed.
+
+This runs inside the suite's sandbox, which sees no roofwatch installation: it imports only the
+standard library, Triton and its own package, and returns plain dicts with the fields of
+``workers.envelope.CompiledArtifactRecord`` (the worker validates them when it reads the file).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import triton
 from triton import knobs
@@ -23,10 +28,9 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from triton.runtime.errors import OutOfResources
 
-from workers.compiled.launches import Launch
-from workers.compiled.sass import instruction_mix, parse_resource_usage
-from workers.compiled.targets import Target, max_threads
-from workers.envelope import CompiledArtifactRecord
+from .launches import Launch
+from .sass import instruction_mix, parse_resource_usage
+from .targets import Target, max_threads
 
 TOOL_TIMEOUT_S = 120
 WARP_SIZE = 32
@@ -69,26 +73,27 @@ def _first_line(exc: BaseException) -> str:
 
 
 def compile_launch(launch: Launch, specialization: str, target: Target,
-                   tests: list[str] | None = None) -> CompiledArtifactRecord:
+                   tests: list[str] | None = None) -> dict[str, Any]:
     """Compile ``launch`` for ``target``; a failure (compiler error, limit exceeded) is data, not an exception."""
-    base = CompiledArtifactRecord(kernel=launch.kernel, specialization=specialization, target=target.name,
-                                  status="failed", toolchain=toolchain_version(), tests=list(tests or []))
+    record: dict[str, Any] = {"kernel": launch.kernel, "specialization": specialization, "target": target.name,
+                              "status": "failed", "reason": "", "toolchain": toolchain_version(),
+                              "tests": list(tests or [])}
     started = time.perf_counter()
     try:
         source = ASTSource(launch.fn, launch.signature, launch.constexprs, launch.attrs)
         compiled = triton.compile(source, target=GPUTarget("cuda", target.capability, WARP_SIZE),
                                   options=dict(launch.options))
     except Exception as exc:  # noqa: BLE001 - any compiler failure is the kernel's outcome for this target
-        return base.model_copy(update={"reason": _first_line(exc), "compile_s": time.perf_counter() - started})
+        return record | {"reason": _first_line(exc), "compile_s": time.perf_counter() - started}
     try:
-        record = _measure(compiled, base)
+        record |= _measure(compiled)
     except (ToolMissing, RuntimeError, OSError, subprocess.SubprocessError) as exc:
-        record = base.model_copy(update={"reason": f"could not read the binary: {exc}"})
-    return record.model_copy(update={"compile_s": time.perf_counter() - started,
-                                     **_limits_check(record, compiled.metadata, target)})
+        record["reason"] = f"could not read the binary: {exc}"
+    record |= _limits_check(record, compiled.metadata, target)
+    return record | {"compile_s": time.perf_counter() - started}
 
 
-def _measure(compiled: triton.compiler.CompiledKernel, base: CompiledArtifactRecord) -> CompiledArtifactRecord:
+def _measure(compiled: triton.compiler.CompiledKernel) -> dict[str, Any]:
     cubin: bytes = compiled.asm["cubin"]
     name = compiled.metadata.name  # the entry symbol cuobjdump reports
     with tempfile.TemporaryDirectory(prefix="roofwatch-cubin-") as scratch:
@@ -100,7 +105,7 @@ def _measure(compiled: triton.compiler.CompiledKernel, base: CompiledArtifactRec
         raise RuntimeError(f"cuobjdump reported no resource usage for {name}")
     res = usage[name]
     total, mix = instruction_mix(disassembly)
-    return base.model_copy(update={
+    return {
         "status": "compiled", "registers": res.registers, "spill_bytes": res.local_bytes,
         "stack_bytes": res.stack_bytes, "shared_bytes": compiled.metadata.shared + res.static_shared_bytes,
         "ptx_bytes": len(compiled.asm["ptx"].encode()), "sass_bytes": len(cubin), "sass_instructions": total,
@@ -108,19 +113,19 @@ def _measure(compiled: triton.compiler.CompiledKernel, base: CompiledArtifactRec
         # line tables, so a comment that shifts a line would change it without changing a
         # single instruction.
         "instructions": mix, "sass_hash": hashlib.sha256(disassembly.encode()).hexdigest(),
-    })
+    }
 
 
-def _limits_check(record: CompiledArtifactRecord, metadata: object, target: Target) -> dict[str, object]:
+def _limits_check(record: dict[str, Any], metadata: object, target: Target) -> dict[str, Any]:
     """Triton's own load-time checks, done here against the target's limits instead of a device."""
-    if record.status != "compiled":
+    if record["status"] != "compiled":
         return {}
     threads = getattr(metadata, "num_warps", 4) * getattr(metadata, "num_ctas", 1) * WARP_SIZE
     problems: list[OutOfResources] = []
-    if (record.shared_bytes or 0) > target.max_shared_bytes:
-        problems.append(OutOfResources(record.shared_bytes, target.max_shared_bytes, "shared memory"))
-    if record.registers and threads > max_threads(record.registers):
-        problems.append(OutOfResources(threads, max_threads(record.registers), "threads"))
+    if record["shared_bytes"] > target.max_shared_bytes:
+        problems.append(OutOfResources(record["shared_bytes"], target.max_shared_bytes, "shared memory"))
+    if record["registers"] and threads > max_threads(record["registers"]):
+        problems.append(OutOfResources(threads, max_threads(record["registers"]), "threads"))
     if not problems:
         return {}
     return {"status": "failed", "reason": f"{target.name}: " + "; ".join(map(str, problems))}
