@@ -1,7 +1,7 @@
 """compiledartifact: Triton kernels compiled for target GPUs, per run
 
 Revision ID: 0010
-Revises: 0006
+Revises: 0008
 Create Date: 2026-11-24 08:30:00
 """
 
@@ -12,7 +12,7 @@ import sqlmodel
 from alembic import op
 
 revision = '0010'
-down_revision = '0006'
+down_revision = '0008'
 branch_labels = None
 depends_on = None
 
