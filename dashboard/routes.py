@@ -12,10 +12,10 @@ import plotly
 from fastapi import FastAPI
 from fastapi.responses import FileResponse
 
-from dashboard.pages import benchmark, changes, compare, overview, roofline, run
+from dashboard.pages import benchmark, changes, compare, compiled, overview, roofline, run
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-PAGES = (overview, run, compare, benchmark, roofline, changes)
+PAGES = (overview, run, compare, benchmark, roofline, changes, compiled)
 
 
 def mount(app: FastAPI) -> None:
