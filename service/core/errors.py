@@ -38,6 +38,7 @@ __all__ = [
     "CalibrationError", "CheckoutError", "CsvHistoryError", "GitHubError", "IngestError", "PullRequestError",
     "RemoteUnreachable", "ResultFileError", "RetryableGitHubError", "RoofwatchError", "SandboxUnavailable", "SuiteConfigError",
     "TriageError", "UnknownRepository", "UnknownRevision", "UploadError", "UploadFormatError",
+    "ArtifactLookupError",
 ]
 
 
@@ -75,3 +76,7 @@ class UploadFormatError(RoofwatchError):
 
 class UploadError(RoofwatchError):
     """An upload that cannot be stored: unknown repository or SHA, missing base, device mismatch."""
+
+
+class ArtifactLookupError(RoofwatchError):
+    """The commit is unknown, ambiguous, or has no compiled artifacts."""
