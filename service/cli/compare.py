@@ -10,12 +10,11 @@ from celery import chain
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
-from sqlmodel import select
 
 from service.core.config import get_settings
 from service.core.db import session_scope
 from service.core.errors import RoofwatchError
-from service.core.keys import comparison_key, comparison_key_prefix, starts_with
+from service.core.keys import comparison_key, comparison_key_prefix, next_attempt
 from service.core.models import Comparison, Repository
 from service.records.comparisons import ab_job_for, comparison_report, create_comparison
 from service.records.repositories import mirror_and_source, resolve_repository
@@ -58,8 +57,8 @@ def execute(request: CompareRequest, console: Console) -> tuple[int, dict[str, A
         repo_row = session.get(Repository, repository.id)
         assert repo_row is not None
         base, head = (upsert_commit(session, repo_row, info) for info in infos)
-        prefix = comparison_key_prefix(repo_row, base.sha, head.sha, device.fingerprint, "manual")
-        attempt = len(session.exec(select(Comparison.id).where(starts_with(Comparison.idempotency_key, prefix))).all())
+        attempt = next_attempt(session, Comparison, comparison_key_prefix(
+            repo_row, base.sha, head.sha, device.fingerprint, "manual"))
         key = comparison_key(repo_row, base.sha, head.sha, device.fingerprint, "manual", attempt)
         comparison = create_comparison(session, repo_row, base, head, key, purpose="manual")
         job = ab_job_for(comparison, repo_row, base, head, str(settings.data_dir), settings.suite_timeout,

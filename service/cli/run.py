@@ -13,6 +13,8 @@ from sqlmodel import select
 from service.core.config import get_settings
 from service.core.db import session_scope
 from service.core.errors import RoofwatchError
+from service.core.keys import manual_run_key, next_attempt, run_key_prefix
+from service.core.links import dashboard_url
 from service.core.models import Change, Commit, Measurement, Repository, Run, TestOutcome
 from service.flows.measure import job_for, submit
 from service.records.changes import shown
@@ -77,8 +79,9 @@ def execute(request: RunRequest, console: Console) -> int:
             if not request.force and settings.embedded and measured_on(session, commit, device.fingerprint):
                 skipped.append(info.sha)
                 continue
-            attempt = _attempt(session, repo_row, commit, device.fingerprint) if request.force else 0
-            key = f"{repo_row.full_name}@{info.sha}:{device.fingerprint}:manual:{attempt}"
+            attempt = next_attempt(session, Run, run_key_prefix(
+                repo_row.full_name, info.sha, device.fingerprint, "manual")) if request.force else 0
+            key = manual_run_key(repo_row.full_name, info.sha, device.fingerprint, attempt)
             run = create_run(session, repo_row, commit, key)
             planned.append((run.id, info.sha))  # type: ignore[arg-type]
 
@@ -126,12 +129,6 @@ def execute(request: RunRequest, console: Console) -> int:
     return 0 if all(r["state"] in ("succeeded", "skipped") for r in runs) else 1
 
 
-def _attempt(session, repository: Repository, commit: Commit, fingerprint: str) -> int:  # type: ignore[no-untyped-def]
-    prefix = f"{repository.full_name}@{commit.sha}:{fingerprint}:manual:"
-    rows = session.exec(select(Run).where(Run.idempotency_key.startswith(prefix))).all()  # type: ignore[attr-defined]
-    return len(rows)
-
-
 def _runs_for(infos: list[checkout.CommitInfo], repository_id: int, fingerprint: str) -> list[dict[str, object]]:
     """The newest run of each commit, with counts for the summary table."""
     rows: list[dict[str, object]] = []
@@ -173,4 +170,4 @@ def _summary(console: Console, rows: list[dict[str, object]]) -> None:
     for row in rows:
         if row["reason"] and row["state"] != "succeeded":
             console.print(f"[dim]{str(row['sha'])[:12]}: {row['reason']}[/]")
-    console.print(f"dashboard: roofwatch serve, then {get_settings().public_url}/")
+    console.print(f"dashboard: roofwatch serve, then {dashboard_url()}")
