@@ -10,6 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from sqlmodel import select
 
+from service.cli.progress import Purposes, describe
 from service.core.config import get_settings
 from service.core.db import session_scope
 from service.core.errors import RoofwatchError
@@ -22,7 +23,7 @@ from service.records.repositories import mirror_and_source, resolve_repository
 from service.records.runs import create_run, measured_on, upsert_commit
 from workers import checkout
 from workers.device import probe, queue_name
-from workers.runner import local_progress
+from workers.progress import Activity, local_activity
 
 DEFAULT_LAST = 1
 
@@ -97,6 +98,7 @@ def execute(request: RunRequest, console: Console) -> int:
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=console) as bar:
         overall = bar.add_task("commits", total=len(planned))
+        purposes = Purposes()
         for run_id, sha in planned:
             with session_scope() as session:
                 queued = session.get(Run, run_id)
@@ -106,17 +108,20 @@ def execute(request: RunRequest, console: Console) -> int:
             label = f"{sha[:12]} {commit.message.splitlines()[0][:50] if commit.message else ''}"
             bar.update(overall, description=label)
 
-            def show(suite: str, event: str, _label: str = label) -> None:
-                text = f"  {_label} · {suite}: {'running' if event == 'start' else event}"
-                if event != "start":
-                    bar.console.print(text)
-                bar.update(overall, description=text.strip())
+            def show(activity: Activity, _run_id: int = run_id, _label: str = label) -> None:
+                # Follow-ups (bisection runs, confirmation A/Bs) run inside this commit's call:
+                # each is named by its own commits and purpose, not by this commit.
+                own = _label if activity.kind == "run" and activity.id == _run_id else None
+                text = describe(activity, purposes(activity), own)
+                if activity.event != "start":
+                    bar.console.print(f"  {text}")
+                bar.update(overall, description=text)
 
-            token = local_progress.set(show)
+            token = local_activity.set(show)
             try:
                 results.append(submit(job, queue))
             finally:
-                local_progress.reset(token)
+                local_activity.reset(token)
             if settings.embedded or request.wait:
                 results[-1].get(propagate=False)
             bar.advance(overall)
