@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from service.cli import suites as suites_command
+from service.cli import upload as upload_command
+from service.cli.database import prepare_database
 from service.core.config import get_settings
 
 app = typer.Typer(help="Performance-regression CI for GPU kernels.", no_args_is_help=True,
@@ -26,15 +30,6 @@ err = Console(stderr=True)
 def _fail(message: str, code: int = 2) -> None:
     err.print(f"[bold red]error:[/] {message}")
     raise typer.Exit(code)
-
-
-def _prepare_database() -> None:
-    """Migrate automatically on the embedded SQLite default; a shared server is migrated on purpose."""
-    settings = get_settings()
-    if settings.sqlalchemy_url.startswith("sqlite"):
-        from service.core.db import migrate
-
-        migrate()
 
 
 @db_app.command("upgrade")
@@ -57,19 +52,26 @@ def repo_add(
     suite_network: Annotated[bool | None, typer.Option(
         "--suite-network/--no-suite-network", help="let this repository's suites reach the network (off by default)")
     ] = None,
+    suites: Annotated[Path | None, typer.Option(
+        "--suites", help="TOML with [[tool.roofwatch.suites]] tables, kept in roofwatch instead of the repository")] = None,
 ) -> None:
     """Register a repository; webhooks for OWNER/NAME then clone from CLONE_URL."""
     from service.core.db import session_scope
     from service.core.errors import RoofwatchError
     from service.records.repositories import register
 
-    _prepare_database()
+    prepare_database()
     try:
         with session_scope() as session:
             repository = register(session, full_name, clone_url, default_branch, trust_policy, suite_network)
             console.print(f"registered [bold]{repository.full_name}[/] → {repository.clone_url}")
-    except RoofwatchError as exc:
+            if suites is not None:
+                suites_command.set_suites(session, repository, suites, console)
+    except (RoofwatchError, OSError) as exc:
         _fail(str(exc))
+
+
+repo_app.command("set-suites")(suites_command.set_suites_command)
 
 
 @app.command()
@@ -81,13 +83,17 @@ def run(
     force: Annotated[bool, typer.Option("--force", help="measure again commits already measured on this device")] = False,
     wait: Annotated[bool, typer.Option("--wait/--no-wait", help="with a broker: wait for the runs")] = True,
     device_class: Annotated[str | None, typer.Option("--device-class", help="with a broker: the device queue to use")] = None,
+    suites: Annotated[Path | None, typer.Option(
+        "--suites", help="one-off: suites from this TOML file (same tables as pyproject.toml), not stored")] = None,
+    suites_from: Annotated[str | None, typer.Option(
+        "--suites-from", help="backfill: every suite with suite_paths runs with those paths taken from REF")] = None,
 ) -> None:
     """Check out and run the suites on each commit, store, analyse, print a summary."""
     from service.cli.run import RunRequest, execute
 
-    _prepare_database()
+    prepare_database()
     request = RunRequest(repo=repo, revs=rev or [], range_spec=range_, last=last, force=force,
-                         wait=wait, device_class=device_class)
+                         wait=wait, device_class=device_class, suites_file=suites, suites_from=suites_from)
     code = execute(request, console)
     raise typer.Exit(code)
 
@@ -104,7 +110,7 @@ def serve(
     from workers.logs import configure_logging
 
     configure_logging(get_settings().log_format, "info")
-    _prepare_database()
+    prepare_database()
     console.print(f"roofwatch dashboard on [link]http://{host}:{port}/[/link]")
     # log_config=None: uvicorn's lines go through our handlers (text or JSON), not its own.
     uvicorn.run(create_app(), host=host, port=port, log_level="info", log_config=None)
@@ -175,7 +181,7 @@ def calibrate(
 
     settings = get_settings()
     store_cached(settings.data_dir, info.fingerprint, calibration)
-    _prepare_database()
+    prepare_database()
     sent = register_device.delay(with_peaks(info, calibration).model_dump(mode="json"))
     if settings.embedded:
         console.print(f"stored as measured peaks of device {sent.get()}")
@@ -194,7 +200,7 @@ def regressions(
     from service.records.queries import change_rows
     from service.records.repositories import find_repository
 
-    _prepare_database()
+    prepare_database()
     try:
         with session_scope() as session:
             rows = change_rows(session, find_repository(session, repo).id if repo is not None else None)
@@ -230,7 +236,7 @@ def compare(
     """
     from service.cli.compare import CompareRequest, execute, render
 
-    _prepare_database()
+    prepare_database()
     out = err if format_ == "json" else console
     code, data = execute(CompareRequest(repo, base, head, min_rounds, max_rounds, wait), out)
     if data is not None:
@@ -282,7 +288,7 @@ def triage(
     from service.records.repositories import find_repository
     from service.records.triage import set_state
 
-    _prepare_database()
+    prepare_database()
     try:
         with session_scope() as session:
             within = find_repository(session, repo) if repo is not None else None
@@ -290,6 +296,9 @@ def triage(
             console.print(f"change {change.id} is now [bold]{change.state}[/]")
     except RoofwatchError as exc:
         _fail(str(exc))
+
+
+app.command("upload")(upload_command.upload)
 
 
 def main() -> None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -23,6 +24,7 @@ from service.records.repositories import mirror_and_source, resolve_repository
 from service.records.runs import create_run, measured_on, upsert_commit
 from workers import checkout
 from workers.device import probe, queue_name
+from workers.external_suites import parse_suites_file
 from workers.progress import Activity, local_activity
 
 DEFAULT_LAST = 1
@@ -37,6 +39,8 @@ class RunRequest:
     force: bool = False
     wait: bool = True
     device_class: str | None = None
+    suites_file: Path | None = None  # one-off suites (TOML), not stored
+    suites_from: str | None = None  # backfill REF, resolved where the user's revision names mean what they see
 
 
 def select_commits(source_repo: Path, request: RunRequest) -> list[str]:
@@ -54,6 +58,18 @@ def select_commits(source_repo: Path, request: RunRequest) -> list[str]:
     return list(dict.fromkeys(shas))
 
 
+def one_off_suites(request: RunRequest, source_repo: Path) -> dict[str, Any]:
+    """Job fields for ``--suites FILE`` and ``--suites-from REF`` (checked here, before anything runs)."""
+    fields: dict[str, Any] = {}
+    if request.suites_file is not None:
+        text = request.suites_file.read_text(encoding="utf-8")
+        parse_suites_file(text)
+        fields |= {"suites_toml": text, "suites_label": f"--suites {request.suites_file.name}"}
+    if request.suites_from:
+        fields["suites_from"] = checkout.resolve(source_repo, request.suites_from)
+    return fields
+
+
 def execute(request: RunRequest, console: Console) -> int:
     """Run the request; the process exit code (0 ok, 1 failures or errors, 2 bad input)."""
     settings = get_settings()
@@ -64,7 +80,8 @@ def execute(request: RunRequest, console: Console) -> int:
         shas = select_commits(source, request)
         # In branch order (first-parent position, never dates): each commit is analysed after the ones before it.
         infos = sorted((checkout.commit_info(mirror, sha) for sha in shas), key=lambda i: i.position)
-    except RoofwatchError as exc:
+        one_off = one_off_suites(request, source)
+    except (RoofwatchError, OSError) as exc:
         console.print(f"[bold red]error:[/] {exc}")
         return 2
 
@@ -104,7 +121,7 @@ def execute(request: RunRequest, console: Console) -> int:
                 queued = session.get(Run, run_id)
                 assert queued is not None
                 commit = session.exec(select(Commit).where(Commit.id == queued.commit_id)).one()
-                job = job_for(queued, repository, commit, settings)
+                job = replace(job_for(queued, repository, commit, settings), **one_off)
             label = f"{sha[:12]} {commit.message.splitlines()[0][:50] if commit.message else ''}"
             bar.update(overall, description=label)
 

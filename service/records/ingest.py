@@ -107,6 +107,7 @@ def ingest_envelope(session: Session, envelope: Envelope) -> Run:
 
     run.state = envelope.status
     run.error = envelope.reason
+    run.suites_source = envelope.suites_source
     run.log_excerpt = "\n".join(excerpts)[-LOG_EXCERPT_LIMIT:]
     run.started_at = run.started_at or envelope.started_at
     run.finished_at = envelope.finished_at or utcnow()

@@ -9,8 +9,7 @@ from pathlib import Path
 from sqlmodel import Session, select
 
 from service.core.errors import UnknownRepository
-from service.core.models import Repository
-from service.github.trust import POLICIES
+from service.core.models import TRUST_POLICIES, Repository
 from workers.checkout import ensure_mirror, is_local_path
 
 URL_NAME = re.compile(r"[:/](?P<owner>[\w.-]+)/(?P<name>[\w.-]+?)(?:\.git)?/?$")
@@ -20,8 +19,8 @@ def register(session: Session, full_name: str, clone_url: str, default_branch: s
              trust_policy: str = "maintainers-only", suite_network: bool | None = None) -> Repository:
     if not re.fullmatch(r"[\w.-]+/[\w.-]+", full_name):
         raise UnknownRepository(f"repository names look like OWNER/NAME, got {full_name!r}")
-    if trust_policy not in POLICIES:
-        raise UnknownRepository(f"trust policy is one of {', '.join(POLICIES)}, got {trust_policy!r}")
+    if trust_policy not in TRUST_POLICIES:
+        raise UnknownRepository(f"trust policy is one of {', '.join(TRUST_POLICIES)}, got {trust_policy!r}")
     repository = session.exec(select(Repository).where(Repository.full_name == full_name)).first()
     if repository is None:
         repository = Repository(full_name=full_name, clone_url=clone_url, default_branch=default_branch,
