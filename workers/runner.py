@@ -12,7 +12,6 @@ import logging
 import signal
 import tempfile
 from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -73,9 +72,6 @@ class SuiteLimits(Protocol):
 
 
 Progress = Callable[[str, str], None]  # (suite name, event: "start" | status)
-
-# Set by an in-process caller (the CLI in embedded mode) to see suites start and finish.
-local_progress: ContextVar[Progress | None] = ContextVar("local_progress", default=None)
 
 
 def _utcnow() -> datetime:

@@ -27,7 +27,7 @@ from sqlmodel import Session, col, select
 
 from service.analysis import compare, lifecycle, single_runs
 from service.core.config import get_settings
-from service.core.errors import UploadError
+from service.core.errors import UnknownRepository, UnknownRevision, UploadError
 from service.core.models import (
     Benchmark,
     Change,
@@ -47,7 +47,6 @@ from service.records.series import benchmark_points
 from service.records.upload_formats import ParsedResults, UploadFormatError, read_results
 from workers import checkout
 from workers.envelope import CommitRecord, DeviceInfo, Envelope, SuiteResult
-from workers.errors import UnknownRepository, UnknownRevision
 
 log = logging.getLogger(__name__)
 

@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from service.core.errors import UploadFormatError
+from service.core.errors import ResultFileError, UploadFormatError
 from workers.envelope import MeasurementRecord
-from workers.errors import ResultFileError
 from workers.results import parse_benchmark_json
 
 FORMATS = ("pytest-benchmark", "google-benchmark", "nvbench", "asv")
