@@ -54,6 +54,10 @@ APP_TOKEN_OPERATION = "apps/create-installation-access-token"
 MAX_PER_PAGE = 100  # "The number of results per page (max 100)"; GitHub caps larger values silently.
 APP_JWT_MAX_LIFETIME_S = 600  # GitHub refuses an app JWT whose exp is more than 10 minutes after iat.
 CLOCK_LEEWAY_S = 1  # iat is whole seconds; allow the truncation, not real clock drift.
+# The collaborator-permission endpoint's legacy ``permission`` for each role: "the `maintain` role is mapped to
+# `write` and the `triage` role is mapped to `read`" (its description); ``role_name`` keeps the role itself.
+ROLE_PERMISSION = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read", "read": "read",
+                   "none": "none"}
 SECONDARY_RATE_LIMIT = {
     "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. "
     "If you reach out to GitHub Support for help, please include the request ID.",
@@ -410,6 +414,7 @@ class FakeGitHub:
             "issues/update-comment": self._update_comment,
             APP_TOKEN_OPERATION: self._create_installation_token,
             "pulls/get": self._get_pull,
+            "repos/get-collaborator-permission-level": self._get_permission,
         }
         self.reset()
 
@@ -459,6 +464,7 @@ class FakeGitHub:
             self._check_runs: dict[int, tuple[str, dict[str, Any]]] = {}
             self._comments: dict[int, _Comment] = {}
             self._pulls: dict[tuple[str, int], _Pull] = {}
+            self._roles: dict[tuple[str, str], str] = {}  # (repo key, login casefolded) -> role
             self._faults: dict[str, deque[_Fault]] = {}
             self._down = False
             # GitHub's ids are far past 2**31 by now; starting there catches a client that stores them in int32.
@@ -500,6 +506,13 @@ class FakeGitHub:
                 base_sha=base_sha, head_repo=head_repo_full_name or repo_full_name, user=user,
                 author_association=author_association, labels=tuple(labels), title=title or f"Pull request #{number}",
                 state=state, head_clone_url=head_clone_url)
+
+    def set_permission(self, repo_full_name: str, login: str, role: str) -> None:
+        """Give ``login`` a role on the repository: admin, maintain, write, triage, read or none (the default)."""
+        if role not in ROLE_PERMISSION:
+            raise ValueError(f"{role!r} is not a repository role ({', '.join(ROLE_PERMISSION)})")
+        with self._lock:
+            self._roles[(_key(repo_full_name), login.casefold())] = role
 
     def add_comment(self, repo_full_name: str, issue_number: int, body: str, user: str = "octocat") -> dict[str, Any]:
         """Seed a comment (someone else's, or the bot's from an earlier run) without a request."""
@@ -861,6 +874,18 @@ class FakeGitHub:
     def _get_pull(self, call: Call) -> Reply:
         pull = self._pulls.get((_key(self._repo_of(call)), call.params["pull_number"]))
         return Reply(200, self._render_pull(pull)) if pull is not None else Reply(404, not_found())
+
+    def _get_permission(self, call: Call) -> Reply:
+        login = call.params["username"]
+        role = self._roles.get((_key(self._repo_of(call)), login.casefold()), "none")
+        body: dict[str, Any] = call.operation.example("200")
+        permission = ROLE_PERMISSION[role]
+        flags = {"pull": role != "none", "triage": role in ("triage", "write", "maintain", "admin"),
+                 "push": permission in ("write", "admin"), "maintain": role in ("maintain", "admin"),
+                 "admin": role == "admin"}
+        body.update({"permission": permission, "role_name": role,
+                     "user": {**self._user(login), "permissions": flags, "role_name": role}})
+        return Reply(200, body)
 
     # -- building GitHub-shaped objects ----------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +53,14 @@ def pull_request_payload(corpus: Path, action: str, repository: str, number: int
 
 
 def comment_payload(corpus: Path, repository: str, number: int, body: str, association: str = "OWNER",
-                    on_pull_request: bool = True) -> dict[str, Any]:
+                    on_pull_request: bool = True, login: str | None = None,
+                    created_at: datetime | None = None) -> dict[str, Any]:
+    """GitHub's ``issue_comment.created`` example; made now (an approval covers the head of its time) unless told."""
     data = copy.deepcopy(example(corpus, "issue_comment/created.payload.json"))
     data["issue"]["number"] = number
+    data["comment"]["created_at"] = (created_at or datetime.now(UTC)).isoformat().replace("+00:00", "Z")
+    if login is not None:
+        data["comment"]["user"]["login"] = data["sender"]["login"] = login
     if on_pull_request:
         data["issue"]["pull_request"] = {"url": f"https://api.github.com/repos/{repository}/pulls/{number}"}
     else:

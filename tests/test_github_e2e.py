@@ -170,10 +170,14 @@ def test_fork_waits_for_a_maintainer_then_runs_on_command(app_client: TestClient
 
     fake_github.add_pull(REPO, 9, head_sha=shas["fix"], head_ref="feature", base_ref="main", base_sha=shas["docs"],
                          head_repo_full_name="stranger/kernels", user="stranger", author_association="NONE")
-    approval = comment_payload(shared_corpus, REPO, 9, "Looks safe.\n/roofwatch run", association="MEMBER")
+    fake_github.set_permission(REPO, "Codertocat", "write")
+    approval = comment_payload(shared_corpus, REPO, 9, "Looks safe.\n/roofwatch run", association="MEMBER",
+                               login="Codertocat")
     assert deliver(app_client, "issue_comment", approval).json()["outcome"] == "accepted"
     _settle()
     assert len(fake_github.calls("pulls/get")) == 1
+    assert [c.path for c in fake_github.calls("repos/get-collaborator-permission-level")] == [
+        f"/repos/{REPO}/collaborators/Codertocat/permission"]
     shown = _phases(fake_github.statuses(REPO, shas["fix"]))
     assert shown[0] == "waiting" and shown[-1] == "success" and _in_order(shown, ["waiting", "queued", "running", "success"])
     with session_scope() as session:

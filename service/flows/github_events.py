@@ -20,6 +20,7 @@ from service.core.db import session_scope
 from service.core.errors import GitHubError
 from service.core.links import dashboard_url
 from service.core.models import Repository
+from service.flows import approvals
 from service.flows import pull_request as pull_requests
 from service.flows import push as pushes
 from service.github import reporting, trust
@@ -74,6 +75,10 @@ def route(session: Session, event: str, payload: Any, settings: Settings) -> Dec
         return _route_push(payload, repository, settings)
     if event == "pull_request":
         assert isinstance(payload, PullRequestEvent)
+        if payload.action in (*RUN_ACTIONS, "labeled"):
+            # Every head roofwatch hears of, when it hears of it: what a later comment approves.
+            approvals.record_head(session, repository.id, payload.number,  # type: ignore[arg-type]
+                                  payload.pull_request.head.sha)
         return _route_pull_request(payload, settings)
     assert isinstance(payload, IssueCommentEvent)
     return _route_comment(payload)
@@ -148,37 +153,59 @@ def handle(event: str, data: dict[str, Any]) -> str:
         if payload.action == "closed":
             cancelled = pull_requests.cancel(repository_id, payload.number, "pull request closed")
             return f"cancelled runs {cancelled}" if cancelled else "nothing to cancel"
-        approved_by = payload.sender.login if payload.action == "labeled" else None
-        return _pull_request(repository_id, payload.pull_request, policy, approved_by)
+        # The label event carries the head the label was added on: the one the approval covers.
+        approval = (approvals.Approval(payload.sender.login, payload.pull_request.head.sha)
+                    if payload.action == "labeled" else None)
+        return _pull_request(repository_id, payload.pull_request, policy, approval)
     assert isinstance(payload, IssueCommentEvent)
     pull = _fetch_pull(repository_id, payload.issue.number)
-    return _pull_request(repository_id, pull, policy, approved_by=payload.comment.user.login, rerun=True)
+    with session_scope() as session:
+        approved_head = approvals.head_when(session, repository_id, pull.number, payload.comment.created_at,
+                                            pull.head.sha)
+    return _pull_request(repository_id, pull, policy, approvals.Approval(payload.comment.user.login, approved_head),
+                         rerun=True)
 
 
-def _pull_request(repository_id: int, pull: PullRequest, policy: str, approved_by: str | None,
+def _pull_request(repository_id: int, pull: PullRequest, policy: str, approval: approvals.Approval | None,
                   rerun: bool = False) -> str:
     """Start the A/B of a pull request's head, or show why it waits for a maintainer."""
     ids: list[int] = []
     with session_scope() as session:
         repository = session.get(Repository, repository_id)
         assert repository is not None
+        name, installation_id = repository.full_name, repository.installation_id
         waiting = trust.waiting_reason(pull, repository.full_name, policy)
-        if waiting and not approved_by:
+        if waiting and not approval:
             label = get_settings().approval_label
             ids = reporting.show_phase(
                 session, repository, pull.head.sha, "waiting",
                 f"waiting for a maintainer: {waiting}; add the label {label} or comment /roofwatch run",
                 pull.html_url or dashboard_url())
-    if waiting and not approved_by:
+    if waiting and not approval:
         reporting.send(ids)
         return f"waiting for approval: {waiting}"
-    if approved_by and not waiting and not rerun:
+    if approval and not waiting and not rerun:
         return f"#{pull.number} needs no approval"
+    if approval:
+        refusal = trust.approval_refusal(pull, approval.approver, approval.head_sha) if waiting else None
+        if refusal is None:  # asked last: the only check that costs a GitHub call
+            refusal = trust.permission_refusal(approval.approver,
+                                               _permission(name, installation_id, approval.approver))
+        if refusal is not None:
+            log.info("%s#%s: approval refused: %s", name, pull.number, refusal)
+            return f"approval refused: {refusal}"
     head = pull_requests.PullRequestHead(repository_id, pull.number, pull.head.sha, pull.base.ref, pull.base.sha,
                                          pull.title)
     run_id = pull_requests.start(head)
-    approval = f" (approved by @{approved_by})" if waiting else ""
-    return f"run {run_id}{approval}" if run_id else f"{pull.head.sha[:12]} already queued or running{approval}"
+    approved = f" (approved by @{approval.approver})" if waiting and approval else ""
+    return f"run {run_id}{approved}" if run_id else f"{pull.head.sha[:12]} already queued or running{approved}"
+
+
+def _permission(repository: str, installation_id: int | None, login: str) -> str:
+    try:
+        return approvals.permission(repository, installation_id, login)
+    except GitHubError as exc:
+        raise pull_requests.PullRequestError(f"cannot read @{login}'s permission from GitHub: {exc}") from exc
 
 
 def _fetch_pull(repository_id: int, number: int) -> PullRequest:

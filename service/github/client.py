@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import jwt
@@ -203,6 +204,10 @@ class GitHubClient:
 
     def pull_request(self, repo: str, number: int) -> dict[str, Any]:
         return self.send("GET", f"/repos/{repo}/pulls/{number}").json()
+
+    def collaborator_permission(self, repo: str, username: str) -> dict[str, Any]:
+        """``permission`` (admin, write, read, none; maintain counts as write) and ``role_name`` of a user."""
+        return self.send("GET", f"/repos/{repo}/collaborators/{quote(username, safe='')}/permission").json()
 
 
 def _message(response: httpx.Response) -> str:

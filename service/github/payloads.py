@@ -7,6 +7,8 @@ clear 400 instead of a crash halfway through handling it.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from pydantic import BaseModel, ConfigDict, Field
 
 ZERO_SHA = "0" * 40
@@ -80,6 +82,8 @@ class Comment(_Payload):
     body: str | None = None
     user: User
     author_association: str = "NONE"
+    # When the command was made: an approval covers the head the pull request had then.
+    created_at: datetime | None = None
 
 
 class IssueCommentEvent(_Payload):
