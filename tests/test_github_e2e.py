@@ -186,6 +186,136 @@ def test_fork_waits_for_a_maintainer_then_runs_on_command(app_client: TestClient
     assert fake_github.violations == []
 
 
+def _fork_pull(shared_corpus: Path, action: str, number: int, head: str, base: str,
+               sender: str | None = None, label: str | None = None) -> dict[str, object]:
+    """A pull request from stranger/kernels by @stranger; ``sender`` and ``label`` make it a ``labeled`` event."""
+    data = pull_request_payload(shared_corpus, action, REPO, number, head, base,
+                                head_repository="stranger/kernels", association="NONE", login="stranger")
+    if sender is not None:
+        data["sender"]["login"] = sender
+    if label is not None:
+        data["label"] = {"id": 1, "node_id": "LA_1", "url": f"https://api.github.com/repos/{REPO}/labels/{label}",
+                         "name": label, "color": "ededed", "default": False, "description": None}
+    return data
+
+
+def _detail_of_last_delivery() -> str:
+    """What the background handling of the newest delivery recorded (after the route's " → ")."""
+    from service.core.db import session_scope
+    from service.core.models import WebhookDelivery
+
+    with session_scope() as session:
+        rows = session.exec(select(WebhookDelivery).order_by(WebhookDelivery.id)).all()  # type: ignore[arg-type]
+    return rows[-1].detail.partition(" → ")[2]
+
+
+def _runs() -> list[tuple[int | None, str]]:
+    from service.core.db import session_scope
+    from service.core.models import Commit, Run
+
+    with session_scope() as session:
+        return [(run.pr_number, sha) for run, sha in session.exec(
+            select(Run, Commit.sha).where(Run.commit_id == Commit.id).order_by(Run.id)).all()]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("role", ["read", "triage"])
+def test_read_and_triage_collaborators_cannot_approve(app_client: TestClient, fake_github: FakeGitHub,
+                                                      kernels_repo: dict[str, str], shared_corpus: Path,
+                                                      role: str) -> None:
+    """GitHub calls both COLLABORATOR in payloads, and triage may add labels: neither approves."""
+    from service.core.config import get_settings
+
+    shas = kernels_repo
+    assert deliver(app_client, "pull_request", _fork_pull(shared_corpus, "opened", 41, shas["fix"],
+                                                          shas["docs"])).status_code == 202
+    _settle()
+    fake_github.add_pull(REPO, 41, head_sha=shas["fix"], head_ref="feature", base_ref="main", base_sha=shas["docs"],
+                         head_repo_full_name="stranger/kernels", user="stranger", author_association="NONE")
+    fake_github.set_permission(REPO, "helper", role)
+
+    command = comment_payload(shared_corpus, REPO, 41, "/roofwatch run", association="COLLABORATOR", login="helper")
+    assert deliver(app_client, "issue_comment", command).json()["outcome"] == "accepted"
+    _settle()
+    assert _detail_of_last_delivery() == (f"approval refused: @helper has read permission on the repository; "
+                                          "approval needs write, maintain or admin")
+    labeled = _fork_pull(shared_corpus, "labeled", 41, shas["fix"], shas["docs"], sender="helper",
+                         label=get_settings().approval_label)
+    assert deliver(app_client, "pull_request", labeled).json()["outcome"] == "accepted"
+    _settle()
+    assert "@helper has read permission" in _detail_of_last_delivery()
+
+    assert _runs() == []  # the fork's code never ran
+    assert [c.path for c in fake_github.calls("repos/get-collaborator-permission-level")] == [
+        f"/repos/{REPO}/collaborators/helper/permission"] * 2
+    assert _phases(fake_github.statuses(REPO, shas["fix"])) == ["waiting"]
+    assert fake_github.violations == []
+
+
+def test_the_author_cannot_approve_their_own_fork_pull_request(app_client: TestClient, fake_github: FakeGitHub,
+                                                               kernels_repo: dict[str, str],
+                                                               shared_corpus: Path) -> None:
+    """Even with write access: the code of a fork is looked at by someone other than who wrote it."""
+    shas = kernels_repo
+    deliver(app_client, "pull_request", _fork_pull(shared_corpus, "opened", 43, shas["fix"], shas["docs"]))
+    _settle()
+    fake_github.add_pull(REPO, 43, head_sha=shas["fix"], head_ref="feature", base_ref="main", base_sha=shas["docs"],
+                         head_repo_full_name="stranger/kernels", user="stranger", author_association="NONE")
+    fake_github.set_permission(REPO, "stranger", "admin")
+    own = comment_payload(shared_corpus, REPO, 43, "/roofwatch run", association="COLLABORATOR", login="stranger")
+    assert deliver(app_client, "issue_comment", own).json()["outcome"] == "accepted"
+    _settle()
+    assert _detail_of_last_delivery() == "approval refused: @stranger wrote this pull request and cannot approve it"
+    assert _runs() == []
+    assert fake_github.calls("repos/get-collaborator-permission-level") == []  # refused before asking
+    assert fake_github.violations == []
+
+
+def test_an_approval_covers_its_head_and_a_new_push_waits_again(app_client: TestClient, fake_github: FakeGitHub,
+                                                                kernels_repo: dict[str, str],
+                                                                shared_corpus: Path) -> None:
+    """Label by an admin runs the head it was added on; after synchronize, neither the label still on the pull
+    request nor a comment made before the push approves the new head; a comment made after it does."""
+    from datetime import UTC, datetime
+
+    from service.core.config import get_settings
+
+    shas = kernels_repo
+    label = get_settings().approval_label
+    fake_github.set_permission(REPO, "boss", "admin")
+    fake_github.set_permission(REPO, "dev", "write")
+    deliver(app_client, "pull_request", _fork_pull(shared_corpus, "opened", 45, shas["bug"], shas["docs"]))
+    _settle()
+    labeled = _fork_pull(shared_corpus, "labeled", 45, shas["bug"], shas["docs"], sender="boss", label=label)
+    assert deliver(app_client, "pull_request", labeled).json()["outcome"] == "accepted"
+    _settle()
+    assert _runs() == [(45, shas["bug"])]
+    assert "(approved by @boss)" in _detail_of_last_delivery()
+
+    looked_at_bug = datetime.now(UTC)  # dev reviewed bug and commented; the delivery comes after the push
+    synchronize = _fork_pull(shared_corpus, "synchronize", 45, shas["fix"], shas["docs"])
+    synchronize["pull_request"]["labels"] = [{"name": label}]  # the label stays on the pull request
+    assert deliver(app_client, "pull_request", synchronize).status_code == 202
+    _settle()
+    assert _runs() == [(45, shas["bug"])]
+    assert _phases(fake_github.statuses(REPO, shas["fix"])) == ["waiting"]
+
+    fake_github.add_pull(REPO, 45, head_sha=shas["fix"], head_ref="feature", base_ref="main", base_sha=shas["docs"],
+                         head_repo_full_name="stranger/kernels", user="stranger", author_association="NONE")
+    stale = comment_payload(shared_corpus, REPO, 45, "/roofwatch run", login="dev", created_at=looked_at_bug)
+    assert deliver(app_client, "issue_comment", stale).json()["outcome"] == "accepted"
+    _settle()
+    assert _detail_of_last_delivery() == (f"approval refused: @dev approved {shas['bug'][:7]}, but the head is now "
+                                          f"{shas['fix'][:7]}; a new head needs a new approval")
+    assert _runs() == [(45, shas["bug"])]
+
+    fresh = comment_payload(shared_corpus, REPO, 45, "/roofwatch run", login="dev")
+    assert deliver(app_client, "issue_comment", fresh).json()["outcome"] == "accepted"
+    _settle()
+    assert _runs() == [(45, shas["bug"]), (45, shas["fix"])]
+    assert _phases(fake_github.statuses(REPO, shas["fix"]))[-1] == "success"
+    assert fake_github.violations == []
+
+
 def test_app_mode_reports_through_one_check_run_per_head(app_client: TestClient, fake_github: FakeGitHub,
                                                          kernels_repo: dict[str, str], shared_corpus: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
