@@ -236,7 +236,7 @@ def test_read_and_triage_collaborators_cannot_approve(app_client: TestClient, fa
     command = comment_payload(shared_corpus, REPO, 41, "/roofwatch run", association="COLLABORATOR", login="helper")
     assert deliver(app_client, "issue_comment", command).json()["outcome"] == "accepted"
     _settle()
-    assert _detail_of_last_delivery() == (f"approval refused: @helper has read permission on the repository; "
+    assert _detail_of_last_delivery() == ("approval refused: @helper has read permission on the repository; "
                                           "approval needs write, maintain or admin")
     labeled = _fork_pull(shared_corpus, "labeled", 41, shas["fix"], shas["docs"], sender="helper",
                          label=get_settings().approval_label)
