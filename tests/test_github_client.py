@@ -59,6 +59,25 @@ def test_server_errors_and_secondary_rate_limits_are_retried(fake_github: FakeGi
     assert len(fake_github.statuses(REPO, SHA)) == 1
 
 
+def test_collaborator_permission_reads_githubs_legacy_permission_and_is_retried(fake_github: FakeGitHub) -> None:
+    """maintain is reported as write and triage as read; what decides an approval is that ``permission``."""
+    from service.github import trust
+
+    for login, role in (("ada", "admin"), ("mo", "maintain"), ("wu", "write"), ("tri", "triage"), ("rae", "read")):
+        fake_github.set_permission(REPO, login, role)
+    fake_github.fail_next("repos/get-collaborator-permission-level", 502)
+    with _client(fake_github) as client:
+        answers = {login: client.collaborator_permission(REPO, login)
+                   for login in ("ada", "mo", "wu", "tri", "rae", "nobody")}
+    assert {login: (a["permission"], a["role_name"]) for login, a in answers.items()} == {
+        "ada": ("admin", "admin"), "mo": ("write", "maintain"), "wu": ("write", "write"),
+        "tri": ("read", "triage"), "rae": ("read", "read"), "nobody": ("none", "none")}
+    approving = {login for login, a in answers.items() if trust.permission_refusal(login, a["permission"]) is None}
+    assert approving == {"ada", "mo", "wu"}
+    assert [c.status for c in fake_github.calls("repos/get-collaborator-permission-level")][:2] == [502, 200]
+    assert fake_github.violations == []
+
+
 def test_what_keeps_failing_raises_and_client_errors_are_not_retried(fake_github: FakeGitHub) -> None:
     fake_github.down()
     with _client(fake_github, attempts=3) as client, pytest.raises(GitHubError, match="HTTP 503"):

@@ -316,6 +316,34 @@ def test_an_approval_covers_its_head_and_a_new_push_waits_again(app_client: Test
     assert fake_github.violations == []
 
 
+def test_a_comment_covers_the_newest_head_received_before_it(roofwatch_env: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from service.core.db import migrate, session_scope
+    from service.core.models import PullRequestHead
+    from service.flows import approvals
+    from service.records.repositories import register
+
+    migrate()
+    start = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    with session_scope() as session:
+        repository_id = register(session, REPO, "/nowhere", "main").id
+        assert repository_id is not None
+        assert approvals.head_when(session, repository_id, 5, start, "c" * 40) == "c" * 40  # nothing heard of yet
+        for minute, sha in ((0, "a" * 40), (10, "b" * 40)):
+            session.add(PullRequestHead(repository_id=repository_id, number=5, sha=sha,
+                                        seen_at=start + timedelta(minutes=minute)))
+        approvals.record_head(session, repository_id, 5, "a" * 40)  # heard of again: its first arrival counts
+    with session_scope() as session:
+        def head(minute: float) -> str | None:
+            return approvals.head_when(session, repository_id, 5, start + timedelta(minutes=minute), "b" * 40)
+
+        assert head(-1) is None  # made before any head roofwatch heard of: it approves none of them
+        assert head(0) == "a" * 40 and head(9.9) == "a" * 40 and head(10) == "b" * 40 and head(60) == "b" * 40
+        assert approvals.head_when(session, repository_id, 5, None, "b" * 40) is None
+        assert len(session.exec(select(PullRequestHead)).all()) == 2
+
+
 def test_app_mode_reports_through_one_check_run_per_head(app_client: TestClient, fake_github: FakeGitHub,
                                                          kernels_repo: dict[str, str], shared_corpus: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
