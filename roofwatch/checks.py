@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 import torch
 
-from suites.tolerances import ErrorStats
+from roofwatch.tolerances import ErrorStats
 
 __all__ = ["GUARD", "IGNORE_RECORD_PROPERTY_WARNING", "INPUT_CANARY", "assert_guard_intact", "guarded", "large",
            "poisoned_output", "randn", "record_errors", "shape_id"]
