@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import zipfile
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -18,6 +19,8 @@ from sqlmodel import Session, create_engine, select
 from tests_support import roofwatch
 
 from roofwatch import testing as public_api
+
+ROOT = Path(__file__).resolve().parents[1]
 
 PYPROJECT = """\
 [project]
@@ -140,6 +143,19 @@ def test_the_plugin_is_the_pytest11_entry_point_and_loads_without_torch() -> Non
     probe = "import sys, roofwatch.pytest_plugin; print(sorted({'torch', 'triton'} & set(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_wheel_carries_the_harness_and_its_entry_point(tmp_path: Path) -> None:
+    # What `pip install roofwatch` puts in site-packages, not what the editable install maps.
+    subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-q",
+                    "-w", str(tmp_path)], check=True, capture_output=True, timeout=300)
+    [wheel] = tmp_path.glob("roofwatch-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        [entry_points_txt] = [name for name in names if name.endswith(".dist-info/entry_points.txt")]
+        declared = archive.read(entry_points_txt).decode()
+    assert {"roofwatch/pytest_plugin.py", "roofwatch/testing.py", "roofwatch/harness.py", "roofwatch/timing.py"} <= names
+    assert "[pytest11]\nroofwatch = roofwatch.pytest_plugin" in declared
 
 
 def test_the_public_correctness_api_is_what_the_readme_documents() -> None:
