@@ -19,6 +19,7 @@ from sqlmodel import Session, create_engine, select
 from tests_support import roofwatch
 
 from roofwatch import testing as public_api
+from workers import bubblewrap
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -143,6 +144,18 @@ def test_the_plugin_is_the_pytest11_entry_point_and_loads_without_torch() -> Non
     probe = "import sys, roofwatch.pytest_plugin; print(sorted({'torch', 'triton'} & set(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_sandbox_sees_the_installed_harness_and_nothing_else_of_the_checkout() -> None:
+    bubblewrap.check()
+    # With an editable install the package lies in the checkout, next to the service and its data.
+    probe = (f"import os, roofwatch.pytest_plugin; print(os.path.dirname(roofwatch.__file__), "
+             f"os.path.exists({str(ROOT / 'service')!r}), os.path.exists({str(ROOT / 'pyproject.toml')!r}))")
+    argv = bubblewrap.command([sys.executable, "-c", probe], bubblewrap.Isolation(devices=()), cwd=Path("/"))
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    package = Path(public_api.__file__).parent.resolve()
+    assert done.stdout.split() == [str(package), "False", "False"]
 
 
 def test_the_wheel_carries_the_harness_and_its_entry_point(tmp_path: Path) -> None:
