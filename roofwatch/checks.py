@@ -1,4 +1,4 @@
-"""Helpers the correctness suites share: inputs, guarded and poisoned outputs, error recording.
+"""What correctness suites share: seeded inputs, guarded and poisoned outputs, error recording.
 
 Outputs are poisoned with NaN before a kernel runs, so an element it never writes shows as
 NaN. A guarded buffer is followed in memory by ``GUARD`` elements of a canary: a lane that
