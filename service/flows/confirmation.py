@@ -68,7 +68,7 @@ def pending(session: Session, repository_id: int) -> list[Confirm]:
     for change in session.exec(select(Change).where(
             Change.repository_id == repository_id, Change.phase == lifecycle.CONFIRMING)).all():
         device = session.get(Device, change.device_id)
-        if device is None or change.range_start_sha is None or change.range_end_sha is None:
+        if device is None or device.id is None or change.range_start_sha is None or change.range_end_sha is None:
             continue
         pair = (device.id, change.range_start_sha, change.range_end_sha)
         if pair in requests:

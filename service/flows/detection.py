@@ -90,10 +90,10 @@ def _start(session: Session, change: Change, good: Commit | None, bad: Commit, c
 def _correctness(session: Session, run: Run, summary: AnalysisSummary, commits_between: CommitsBetween) -> None:
     failing_here = set(session.exec(select(TestOutcome.test_id).where(
         TestOutcome.run_id == run.id, col(TestOutcome.outcome).in_(FAILING))).all())
-    known = set(session.exec(select(Change.test_id).where(
+    known = {test_id for test_id in session.exec(select(Change.test_id).where(
         Change.repository_id == run.repository_id, Change.kind == "correctness-failure",
-        Change.device_id == run.device_id)).all())
-    for test_id in sorted(failing_here | (known - {None})):  # type: ignore[operator]
+        Change.device_id == run.device_id)).all() if test_id is not None}
+    for test_id in sorted(failing_here | known):
         outcomes = test_outcomes(session, run.repository_id, run.device_id, test_id)  # type: ignore[arg-type]
         if not outcomes:
             continue

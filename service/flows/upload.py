@@ -128,8 +128,8 @@ def upload(session: Session, request: UploadRequest) -> UploadOutcome:
                             device=device, suites=[result], started_at=now, finished_at=now)
         ingest_envelope(session, envelope)
         summary = analyze_run(session, run.id, lambda good, bad: checkout.rev_range(mirror, f"{good}..{bad}"))  # type: ignore[arg-type]
-        found = [session.get(Change, change_id) for change_id in summary.changes]
-        outcome.unconfirmed = [_describe(c) for c in found if c is not None and c.phase != lifecycle.CONFIRMED]
+        candidates = [session.get(Change, change_id) for change_id in summary.changes]
+        outcome.unconfirmed = [_describe(c) for c in candidates if c is not None and c.phase != lifecycle.CONFIRMED]
         if outcome.unconfirmed:
             run.log_excerpt = "\n".join([run.log_excerpt, *(f"{line} ({UNCONFIRMED_NOTE})" for line in outcome.unconfirmed)]).strip()
             session.add(run)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from service.analysis.correctness import FAILING
@@ -70,12 +71,12 @@ class TestPoint:
 
 def test_outcomes(session: Session, repository_id: int, device_id: int, test_id: str) -> list[TestPoint]:
     """The test's outcome at every measured commit of the branch on the device, oldest first."""
-    rows = session.exec(
-        select(Commit.position, Commit.sha, Commit.id, Run.id, TestOutcome.suite, TestOutcome.outcome,
-               TestOutcome.message)
+    rows = session.execute(
+        sa_select(col(Commit.position), col(Commit.sha), col(Commit.id), col(Run.id), col(TestOutcome.suite),
+               col(TestOutcome.outcome), col(TestOutcome.message))
         .join(Run, col(TestOutcome.run_id) == col(Run.id))
         .join(Commit, col(Run.commit_id) == col(Commit.id))
-        .where(Run.repository_id == repository_id, Run.device_id == device_id, TestOutcome.test_id == test_id,
+        .where(col(Run.repository_id) == repository_id, col(Run.device_id) == device_id, col(TestOutcome.test_id) == test_id,
                col(Run.trigger).in_(MAIN_BRANCH_TRIGGERS), col(Run.state).in_(FINISHED),
                col(TestOutcome.outcome).in_(("passed", *FAILING)), col(Commit.position).is_not(None))
         .order_by(col(Commit.position), col(Run.id).desc())
