@@ -1,5 +1,8 @@
 """Shared pytest setup for the suites: interpreter mode without a GPU, and fixed seeds.
 
+``kernel_benchmark`` comes from roofwatch's pytest plugin (``roofwatch.pytest_plugin``), as it
+does for any repository in an environment with roofwatch installed.
+
 ``triton.jit`` decides at decoration time whether a kernel is compiled or interpreted, so
 ``TRITON_INTERPRET`` must be in the environment before any ``kernels`` module is imported.
 pytest imports this file before collecting the test modules under ``suites/``, which is the
@@ -14,8 +17,6 @@ import random
 import numpy as np
 import pytest
 import torch
-
-from suites.harness import kernel_benchmark, kernel_timer  # noqa: F401  (fixtures)
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")

@@ -62,7 +62,7 @@ def test_service_has_no_import_cycle() -> None:
 
 
 def test_types_check() -> None:
-    """mypy over service, workers and dashboard (configured in pyproject.toml)."""
+    """mypy over roofwatch, service, workers and dashboard (configured in pyproject.toml)."""
     done = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
 

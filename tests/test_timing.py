@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from suites.harness import RecordedClock, extra_info_for
-from suites.timing import (
+from roofwatch.harness import RecordedClock, extra_info_for
+from roofwatch.timing import (
     SW_POWER_CAP,
     SW_THERMAL_SLOWDOWN,
     GpuTimer,
@@ -383,8 +383,7 @@ def test_recorded_clock_replays_samples_exactly() -> None:
 CONFTEST = """\
 import pytest
 
-from suites.harness import kernel_benchmark  # noqa: F401
-from suites.timing import HostTimer, StoppingRule, WarmUp
+from roofwatch.timing import HostTimer, StoppingRule, WarmUp
 
 
 @pytest.fixture(scope="session")
@@ -396,8 +395,8 @@ def kernel_timer():
 SUITE = """\
 import pytest
 
-from suites.harness import report
-from suites.timing import Telemetry, TimingResult
+from roofwatch.harness import report
+from roofwatch.timing import Telemetry, TimingResult
 
 
 @pytest.mark.parametrize("n", [64, 4096])
@@ -419,10 +418,11 @@ def test_gpu_result(benchmark):
 
 
 def _pytest(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    # Only pytest-benchmark: other installed plugins would cost seconds of start-up here.
+    # Only pytest-benchmark and roofwatch's plugin: other installed plugins would cost seconds of start-up here.
     env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "pytest_benchmark.plugin", *args],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "pytest_benchmark.plugin",
+         "-p", "roofwatch.pytest_plugin", *args],
         cwd=folder, env=env, capture_output=True, text=True, timeout=120, check=False,
     )
 

@@ -12,6 +12,7 @@ mirrors and database, not another repository's files, not the operator's home.
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
 import sys
@@ -55,7 +56,20 @@ def gpu_devices(dev: Path = Path("/dev")) -> tuple[Path, ...]:
 def interpreter_dirs() -> tuple[Path, ...]:
     """The Python environment suites run under (``python`` in a suite command), read-only."""
     dirs = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent}
-    return tuple(sorted(dirs))
+    return tuple(sorted(dirs | set(harness_dirs())))
+
+
+def harness_dirs() -> tuple[Path, ...]:
+    """The installed ``roofwatch`` package (the pytest plugin every suite loads), read-only.
+
+    A regular install keeps it inside the environment; an editable one (``pip install -e``)
+    leaves it in the source checkout, which suites would otherwise not see. Only the package
+    folder is mounted, never the checkout around it.
+    """
+    spec = importlib.util.find_spec("roofwatch")
+    if spec is None or not spec.submodule_search_locations:
+        return ()
+    return tuple(Path(location).resolve() for location in spec.submodule_search_locations)
 
 
 def _ro(paths: Iterable[Path | str]) -> list[str]:

@@ -5,7 +5,7 @@ another; bytes moved = bytes read + bytes written = 2 × the buffer. FLOP/s: ``t
 of square random matrices (8192² on a GPU, a few hundred on a CPU), ``2·n³`` FLOP per call;
 ``fp32`` with TF32 off, ``tf32`` with it on, ``fp16``, ``bf16``, and ``fp8`` (e4m3 through
 ``torch._scaled_mm``) where the GPU has fp8 matrix units (compute capability 8.9+). Inputs are
-random, never zeros. Each figure is the best sample of an adaptive ``suites.timing`` run
+random, never zeros. Each figure is the best sample of an adaptive ``roofwatch.timing`` run
 (``GpuTimer`` without L2 flush or graphs, the buffers dwarf the cache and calls last
 milliseconds; ``HostTimer`` on a CPU, which is then the device): the roofs must be the highest
 rates reachable, so that an honest kernel never lands above them.
@@ -31,8 +31,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from roofwatch.timing import GpuTimer, GraphPolicy, HostTimer, StoppingRule, Timer, WarmUp
 from suites.roofline import Peaks
-from suites.timing import GpuTimer, GraphPolicy, HostTimer, StoppingRule, Timer, WarmUp
 from workers.envelope import DeviceInfo
 from workers.errors import CalibrationError
 

@@ -7,7 +7,7 @@ writes the gradient in the forward call: each sample is ``torch.autograd.grad(lo
 which returns a fresh gradient instead of accumulating into ``.grad``. Every benchmark reports
 its work per call in ``extra_info`` (``flops``, ``bytes``, the same for every impl) plus
 ``dtype``, ``shape`` and ``impl``, as the softmax benchmarks do; ``kernel_benchmark``
-(``suites.harness``) does the timing. On a GPU the shapes are LLM-sized (Llama vocabularies and
+(``roofwatch.harness``) does the timing. On a GPU the shapes are LLM-sized (Llama vocabularies and
 projections, decode to prefill batches); on CPU the Triton interpreter runs every program in
 Python, so they shrink to keep the suite short.
 """
@@ -31,8 +31,8 @@ from kernels.quant import (
     w8a16_flops,
     w8a16_matmul,
 )
-from suites.harness import KernelBenchmark
-from suites.tolerances import dtype_name
+from roofwatch.harness import KernelBenchmark
+from roofwatch.tolerances import dtype_name
 
 # torch._dynamo's import calls deprecated torch.jit APIs; the warnings are torch's, not ours.
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")

@@ -21,8 +21,8 @@ from _pytest.mark import ParameterSet
 from kernels.copy import add, add_bytes, add_flops, copy, copy_bytes, copy_flops
 from kernels.rotary import rotary, rotary_bytes, rotary_flops
 from kernels.swiglu import swiglu, swiglu_bytes, swiglu_flops
-from suites.harness import KernelBenchmark
-from suites.tolerances import dtype_name
+from roofwatch.harness import KernelBenchmark
+from roofwatch.tolerances import dtype_name
 
 ON_GPU = torch.cuda.is_available()
 DEVICE = "cuda" if ON_GPU else "cpu"

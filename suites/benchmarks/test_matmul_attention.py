@@ -21,8 +21,8 @@ import torch.nn.functional as F
 
 from kernels.attention import attention, attention_bytes, attention_flops
 from kernels.matmul import FP8_DTYPE, fp8_unsupported_reason, matmul, matmul_bytes, matmul_flops
-from suites.harness import KernelBenchmark
-from suites.tolerances import dtype_name
+from roofwatch.harness import KernelBenchmark
+from roofwatch.tolerances import dtype_name
 
 ON_GPU = torch.cuda.is_available()
 DEVICE = "cuda" if ON_GPU else "cpu"

@@ -8,7 +8,7 @@ the forward runs once outside the timed region, and each sample is
 instead of accumulating into ``.grad``. Every benchmark reports its work per call in
 ``extra_info`` (``flops``, ``bytes``, the compulsory traffic, the same for every impl) plus
 ``dtype``, ``shape`` and ``impl``, as the softmax benchmarks do; ``kernel_benchmark``
-(``suites.harness``) does the timing.
+(``roofwatch.harness``) does the timing.
 """
 
 import time
@@ -35,8 +35,8 @@ from kernels.rmsnorm import (
     rmsnorm_bytes,
     rmsnorm_flops,
 )
-from suites.harness import KernelBenchmark
-from suites.tolerances import dtype_name
+from roofwatch.harness import KernelBenchmark
+from roofwatch.tolerances import dtype_name
 
 # torch._dynamo's import calls deprecated torch.jit APIs; the warnings are torch's, not ours.
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")

@@ -2,7 +2,7 @@
 
 Every benchmark reports its work per call in ``extra_info`` (``flops``, ``bytes``) so roofwatch
 can place it on the roofline, plus ``dtype``, ``shape`` and ``impl`` to label the series.
-``kernel_benchmark`` (``suites.harness``) does the timing: CUDA events with an L2 flush on a
+``kernel_benchmark`` (``roofwatch.harness``) does the timing: CUDA events with an L2 flush on a
 GPU, the host clock on CPU, samples until the median is known to ±0.5 % or a cap is hit.
 On a GPU the shapes are LLM-sized (hidden sizes, attention rows, vocabularies); on CPU the
 Triton interpreter runs each program in Python, so the shapes shrink to keep the suite short.
@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from kernels.softmax import softmax, softmax_bytes, softmax_flops
-from suites.harness import KernelBenchmark
-from suites.tolerances import dtype_name
+from roofwatch.harness import KernelBenchmark
+from roofwatch.tolerances import dtype_name
 
 ON_GPU = torch.cuda.is_available()
 DEVICE = "cuda" if ON_GPU else "cpu"

@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from kernels.attention import attention, attention_reference
-from suites.checks import IGNORE_RECORD_PROPERTY_WARNING, record_errors, shape_id
-from suites.tolerances import ErrorStats, Tolerance, assert_close, assert_within_torch_error, dtype_name
+from roofwatch.checks import IGNORE_RECORD_PROPERTY_WARNING, record_errors, shape_id
+from roofwatch.tolerances import ErrorStats, Tolerance, assert_close, assert_within_torch_error, dtype_name
 
 # pytest's default junit family (xunit2) warns on record_property yet still writes the
 # properties, which roofwatch reads; the warning says nothing useful on every case.

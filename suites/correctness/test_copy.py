@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from kernels.copy import add, add_reference, block_elements, copy, copy_reference
-from suites.checks import (
+from roofwatch.checks import (
     IGNORE_RECORD_PROPERTY_WARNING,
     INPUT_CANARY,
     assert_guard_intact,
@@ -25,7 +25,7 @@ from suites.checks import (
     record_errors,
     shape_id,
 )
-from suites.tolerances import ErrorStats, assert_close, dtype_name, error_stats, tolerance_for
+from roofwatch.tolerances import ErrorStats, assert_close, dtype_name, error_stats, tolerance_for
 
 pytestmark = IGNORE_RECORD_PROPERTY_WARNING
 
@@ -72,7 +72,7 @@ COPY_DISTRIBUTIONS: dict[str, InputMaker] = {"randn": randn, "large": large, "sp
 ADD_DISTRIBUTIONS: dict[str, InputMaker] = {"randn": randn, "large": large, "special": _special}
 
 
-# Every tensor a kernel reads or writes is followed by a canary (suites.checks.guarded): a
+# Every tensor a kernel reads or writes is followed by a canary (roofwatch.checks.guarded): a
 # lane that runs past the end (an off-by-one mask) reads the input's finite canary and
 # overwrites the output's NaN one, which each case then checks.
 def _make_input(maker: InputMaker, shape: tuple[int, ...], dtype: torch.dtype, seed: int) -> torch.Tensor:

@@ -19,8 +19,8 @@ from kernels.cross_entropy import (
     cross_entropy_loss_and_grad,
     cross_entropy_reference,
 )
-from suites.checks import IGNORE_RECORD_PROPERTY_WARNING, record_errors
-from suites.tolerances import assert_close, dtype_name, tolerance_for
+from roofwatch.checks import IGNORE_RECORD_PROPERTY_WARNING, record_errors
+from roofwatch.tolerances import assert_close, dtype_name, tolerance_for
 
 # See test_softmax.py: roofwatch reads record_property from xunit2 reports despite the warning.
 pytestmark = IGNORE_RECORD_PROPERTY_WARNING

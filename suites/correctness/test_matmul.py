@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from kernels.matmul import FP8_DTYPE, fp8_unsupported_reason, matmul, matmul_reference
-from suites.checks import IGNORE_RECORD_PROPERTY_WARNING, record_errors, shape_id
-from suites.tolerances import ErrorStats, assert_within_torch_error, dtype_name
+from roofwatch.checks import IGNORE_RECORD_PROPERTY_WARNING, record_errors, shape_id
+from roofwatch.tolerances import ErrorStats, assert_within_torch_error, dtype_name
 
 # pytest's default junit family (xunit2) warns on record_property yet still writes the
 # properties, which roofwatch reads; the warning says nothing useful on every case.

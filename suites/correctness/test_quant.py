@@ -22,8 +22,8 @@ from kernels.quant import (
     w8a16_matmul,
     w8a16_reference,
 )
-from suites.checks import IGNORE_RECORD_PROPERTY_WARNING, record_errors
-from suites.tolerances import assert_close, assert_within_torch_error, dtype_name, tolerance_for
+from roofwatch.checks import IGNORE_RECORD_PROPERTY_WARNING, record_errors
+from roofwatch.tolerances import assert_close, assert_within_torch_error, dtype_name, tolerance_for
 
 # See test_softmax.py: roofwatch reads record_property from xunit2 reports despite the warning.
 pytestmark = IGNORE_RECORD_PROPERTY_WARNING

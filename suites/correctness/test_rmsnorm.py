@@ -25,8 +25,8 @@ from kernels.rmsnorm import (
     rmsnorm_forward,
     rmsnorm_reference,
 )
-from suites.checks import IGNORE_RECORD_PROPERTY_WARNING, randn, record_errors
-from suites.tolerances import (
+from roofwatch.checks import IGNORE_RECORD_PROPERTY_WARNING, randn, record_errors
+from roofwatch.tolerances import (
     ErrorStats,
     assert_close,
     assert_within_torch_error,

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from kernels.rotary import rotary, rotary_reference
-from suites.checks import (
+from roofwatch.checks import (
     IGNORE_RECORD_PROPERTY_WARNING,
     INPUT_CANARY,
     assert_guard_intact,
@@ -23,7 +23,7 @@ from suites.checks import (
     randn,
     record_errors,
 )
-from suites.tolerances import ErrorStats, Tolerance, assert_close, dtype_name, tolerance_for
+from roofwatch.tolerances import ErrorStats, Tolerance, assert_close, dtype_name, tolerance_for
 
 pytestmark = IGNORE_RECORD_PROPERTY_WARNING
 
@@ -67,7 +67,7 @@ def _special(shape: tuple[int, ...], dtype: torch.dtype, gen: torch.Generator) -
 DISTRIBUTIONS: dict[str, InputMaker] = {"randn": randn, "large": large, "special": _special}
 
 
-# Elements of canary (suites.checks.guarded) placed after q, k and their outputs: a lane that runs past the end reads
+# Elements of canary (roofwatch.checks.guarded) placed after q, k and their outputs: a lane that runs past the end reads
 # the inputs' finite canary and overwrites the outputs' NaN one, which each case checks.
 def _tables(seq: int, head_dim: int, start: int, dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
     """cos and sin, ``(seq, head_dim / 2)``, for positions ``start .. start + seq - 1``."""

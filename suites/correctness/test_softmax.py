@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from kernels.softmax import LOOPED_BLOCK, MAX_FUSED_COLS, softmax, softmax_reference
-from suites.checks import IGNORE_RECORD_PROPERTY_WARNING, randn, record_errors
-from suites.tolerances import assert_close, dtype_name, tolerance_for
+from roofwatch.checks import IGNORE_RECORD_PROPERTY_WARNING, randn, record_errors
+from roofwatch.tolerances import assert_close, dtype_name, tolerance_for
 
 # pytest's default junit family (xunit2) has no per-test <properties> in its schema and warns
 # on record_property, yet still writes them; roofwatch reads them from there, so the warning

@@ -19,7 +19,7 @@ from kernels.swiglu import (
     swiglu_backward_reference,
     swiglu_reference,
 )
-from suites.checks import (
+from roofwatch.checks import (
     IGNORE_RECORD_PROPERTY_WARNING,
     INPUT_CANARY,
     assert_guard_intact,
@@ -28,7 +28,7 @@ from suites.checks import (
     record_errors,
     shape_id,
 )
-from suites.tolerances import assert_close, dtype_name, tolerance_for
+from roofwatch.tolerances import assert_close, dtype_name, tolerance_for
 
 pytestmark = [
     IGNORE_RECORD_PROPERTY_WARNING,
@@ -88,7 +88,7 @@ DISTRIBUTIONS: dict[str, InputMaker] = {
 }
 
 
-# Elements of canary (suites.checks.guarded) placed after each tensor: a lane that runs past the end reads the
+# Elements of canary (roofwatch.checks.guarded) placed after each tensor: a lane that runs past the end reads the
 # inputs' finite canary and overwrites the output's NaN one, which each case then checks.
 def _make_inputs(shape: tuple[int, ...], dtype: torch.dtype, dist: str, seed: int) -> Pair:
     gate, up = DISTRIBUTIONS[dist](shape, dtype, torch.Generator().manual_seed(seed))

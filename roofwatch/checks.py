@@ -1,4 +1,4 @@
-"""Helpers the correctness suites share: inputs, guarded and poisoned outputs, error recording.
+"""What correctness suites share: seeded inputs, guarded and poisoned outputs, error recording.
 
 Outputs are poisoned with NaN before a kernel runs, so an element it never writes shows as
 NaN. A guarded buffer is followed in memory by ``GUARD`` elements of a canary: a lane that
@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 import torch
 
-from suites.tolerances import ErrorStats
+from roofwatch.tolerances import ErrorStats
 
 __all__ = ["GUARD", "IGNORE_RECORD_PROPERTY_WARNING", "INPUT_CANARY", "assert_guard_intact", "guarded", "large",
            "poisoned_output", "randn", "record_errors", "shape_id"]

@@ -1,4 +1,6 @@
-"""``kernel_benchmark``: the timers of ``suites.timing`` behind pytest-benchmark's fixture.
+"""``kernel_benchmark``: the timers of ``roofwatch.timing`` behind pytest-benchmark's fixture.
+
+The fixture itself is registered by ``roofwatch.pytest_plugin``.
 
 A benchmark calls::
 
@@ -42,12 +44,11 @@ import statistics
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
-from suites.timing import Timer, TimingResult, default_timer
+from roofwatch.timing import Timer, TimingResult
 
-__all__ = ["KernelBenchmark", "RecordedClock", "extra_info_for", "kernel_benchmark", "kernel_timer", "report"]
+__all__ = ["KernelBenchmark", "RecordedClock", "extra_info_for", "report"]
 
 
 class RecordedClock:
@@ -117,7 +118,7 @@ def extra_info_for(result: TimingResult) -> dict[str, Any]:
 
 def _install_clock(benchmark: BenchmarkFixture, clock: RecordedClock) -> None:
     if not hasattr(benchmark, "_timer"):
-        raise RuntimeError("this pytest-benchmark has no BenchmarkFixture._timer; suites/harness.py "
+        raise RuntimeError("this pytest-benchmark has no BenchmarkFixture._timer; roofwatch/harness.py "
                            "must be adapted to how it now chooses its clock")
     benchmark._timer = clock
 
@@ -152,17 +153,3 @@ class KernelBenchmark:
         if benchmark.disabled:  # --benchmark-disable: run the code once, time nothing
             return benchmark.pedantic(fn)
         return report(benchmark, (timer or self.timer).measure(fn))
-
-
-@pytest.fixture(scope="session")
-def kernel_timer() -> Iterator[Timer]:
-    """One timer per session: its L2 flush buffer and NVML handle are made once."""
-    timer = default_timer()
-    yield timer
-    timer.close()
-
-
-@pytest.fixture
-def kernel_benchmark(benchmark: BenchmarkFixture, kernel_timer: Timer) -> KernelBenchmark:
-    """``kernel_benchmark(fn, *, flops, bytes, dtype, shape, impl, group=None)``: see ``suites.harness``."""
-    return KernelBenchmark(benchmark, kernel_timer)
