@@ -17,8 +17,10 @@ app = typer.Typer(help="Performance-regression CI for GPU kernels.", no_args_is_
                   pretty_exceptions_enable=False)
 repo_app = typer.Typer(help="Register repositories.", no_args_is_help=True)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+demo_app = typer.Typer(help="The demo kernel repository with planted changes.", no_args_is_help=True)
 app.add_typer(repo_app, name="repo")
 app.add_typer(db_app, name="db")
+app.add_typer(demo_app, name="demo")
 console = Console()
 err = Console(stderr=True)
 
@@ -67,6 +69,18 @@ def repo_add(
             console.print(f"registered [bold]{repository.full_name}[/] → {repository.clone_url}")
     except RoofwatchError as exc:
         _fail(str(exc))
+
+
+@demo_app.command("init")
+def demo_init(
+    directory: Annotated[str, typer.Argument(help="where to write it (absent or empty)")],
+) -> None:
+    """Write a small kernel repository whose history holds a slowdown, a bug fixed later, a speedup and a PR."""
+    from pathlib import Path
+
+    from service.demo.command import init_demo
+
+    raise typer.Exit(init_demo(Path(directory), console))
 
 
 @app.command()

@@ -15,7 +15,9 @@ from fastapi.responses import HTMLResponse
 from dashboard.common import TEMPLATES, script_json
 from dashboard.distribution_chart import distribution_figure
 from dashboard.figures import PLOT_CONFIG
+from dashboard.pr_comment import comment_html, comment_markdown
 from service.comparisons import comparison_report, results_of
+from service.config import get_settings
 from service.deps import SessionDep
 from service.models import Commit, Comparison, Repository, Run
 
@@ -65,12 +67,17 @@ def register(app: FastAPI) -> None:
             "figure": script_json(distribution_figure(by_id[b]["base_values"], by_id[b]["head_values"],
                                                       by_id[b]["unit"], by_id[b]["higher_is_better"])),
         } for b in _charted(rows, show or [])]
+        repository = session.get(Repository, comparison.repository_id)
+        run = session.get(Run, comparison.run_id) if comparison.run_id else None
+        assert repository is not None
+        base_ref = comparison.details.get("pull_request", {}).get("base_ref", repository.default_branch)
+        url = f"{get_settings().public_url.rstrip('/')}/compare/{comparison_id}"
+        comment = comment_markdown(report, repository.full_name, (run.pr_number if run else None) or 0, base_ref, url)
         return TEMPLATES.TemplateResponse(request, "compare.html", {
             "comparison": comparison, "report": report, "rows": rows, "charts": charts,
             "charted": {c["row"]["benchmark_id"] for c in charts}, "max_charts": MAX_DEFAULT_CHARTS,
             "config": json.dumps(PLOT_CONFIG),
-            "repository": session.get(Repository, comparison.repository_id),
-            "run": session.get(Run, comparison.run_id) if comparison.run_id else None,
+            "repository": repository, "run": run, "comment_html": comment_html(comment), "comment_markdown": comment,
             "base": session.get(Commit, comparison.base_commit_id),
             "head": session.get(Commit, comparison.head_commit_id),
         })
