@@ -18,7 +18,7 @@ pyproject.toml):
    runner's steps split the overhead; they cost microseconds.
 3. **Ingest rate.** An envelope of ``--measurements`` pytest-benchmark results shaped like the
    benchmark suites' (names and params from parametrize ids, 20–200 samples, ``extra_info``
-   with flops, bytes, dtype, shape, impl, clock) stored by ``service.ingest.ingest_envelope``,
+   with flops, bytes, dtype, shape, impl, clock) stored by ``service.records.ingest.ingest_envelope``,
    each repeat into a fresh run. The first repeat also creates the series; the later ones
    extend them, as every run after the first does.
 4. **Webhook to worker start.** ``roofwatch serve`` and two ``roofwatch worker`` processes (one
@@ -70,12 +70,12 @@ from sqlalchemy.engine import Engine, make_url
 from sqlmodel import Session, select
 
 from bench.dashboard.workload import DTYPES, ELEMENT_BYTES, FLEET, IMPLS, OPS, Spec, noise_sigma, typical_seconds
-from service.db import make_engine, migrate, session_scope
+from service.core.db import make_engine, migrate, session_scope
+from service.core.models import TERMINAL_STATES, Commit, Repository, Run
+from service.flows.measure import create_run, upsert_commit
 from service.github.signature import sign
-from service.ingest import ingest_envelope, parse_envelope
-from service.models import TERMINAL_STATES, Commit, Repository, Run
-from service.pipeline import create_run, upsert_commit
-from service.repos import register
+from service.records.ingest import ingest_envelope, parse_envelope
+from service.records.repositories import register
 from workers import checkout, runner, sandbox
 from workers.device import fingerprint, probe, queue_name
 from workers.envelope import DeviceInfo, Envelope, MeasurementRecord, SuiteResult

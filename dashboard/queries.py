@@ -18,7 +18,7 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from dashboard.filters import Filters
-from service.models import Benchmark, Change, Commit, Measurement, Repository, Run
+from service.core.models import Benchmark, Change, Commit, Measurement, Repository, Run
 
 OPEN_STATES = ("new", "acknowledged")
 # Runs that measure the default branch's history. Pull-request runs measure heads that may never

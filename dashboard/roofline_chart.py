@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from service.roofline_peaks import compute_roof
+from service.records.roofline import compute_roof
 from suites.roofline import Peaks
 
 # Colours by dtype, so one kernel's fp16 and fp32 variants read as related but distinct.

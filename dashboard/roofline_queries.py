@@ -21,8 +21,8 @@ from sqlmodel.sql.expression import Select, SelectOfScalar
 
 from dashboard.filters import Filters
 from dashboard.roofline_chart import KernelPoint
-from service.models import Benchmark, Commit, Device, Measurement, Repository, Run
-from service.roofline_peaks import peaks_for
+from service.core.models import Benchmark, Commit, Device, Measurement, Repository, Run
+from service.records.roofline import peaks_for
 from suites.roofline import Peaks
 
 EXCLUDED_TRIGGERS = ("pull_request", "bisect")

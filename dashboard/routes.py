@@ -1,7 +1,7 @@
 """Dashboard pages: each lives in ``dashboard/pages``; this module mounts them and plotly.js.
 
 Pages only read (the changes page's triage buttons write through the token-guarded JSON API):
-they query through ``service.queries``, ``dashboard.queries`` and ``dashboard.roofline_queries``.
+they query through ``service.records.queries``, ``dashboard.queries`` and ``dashboard.roofline_queries``.
 """
 
 from __future__ import annotations

@@ -14,17 +14,22 @@ from celery.result import AsyncResult
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, select
 
-from service import bisect, confirm, nightly, pull_requests, pushes
-from service.analyze import analyze_run
-from service.comparisons import ingest_ab as ingest_ab_envelope
-from service.comparisons import parse_ab_envelope
-from service.config import get_settings
-from service.db import session_scope
-from service.followups import dispatch
-from service.github import events, outbox, reporting
-from service.ingest import ingest_envelope, parse_envelope, upsert_device
-from service.models import TERMINAL_STATES, Commit, Comparison, Repository, Run, WebhookDelivery, utcnow
-from service.pipeline import RUN_TASK_PREFIX
+from service.core.config import get_settings
+from service.core.db import session_scope
+from service.core.models import TERMINAL_STATES, Commit, Comparison, Repository, Run, WebhookDelivery, utcnow
+from service.flows import confirmation as confirm
+from service.flows import github_events as events
+from service.flows import narrowing as bisect
+from service.flows import nightly
+from service.flows import pull_request as pull_requests
+from service.flows import push as pushes
+from service.flows.detection import analyze_run
+from service.flows.main_branch import dispatch
+from service.flows.measure import RUN_TASK_PREFIX
+from service.github import outbox, reporting
+from service.records.comparisons import ingest_ab as ingest_ab_envelope
+from service.records.comparisons import parse_ab_envelope
+from service.records.ingest import ingest_envelope, parse_envelope, upsert_device
 from workers import redelivery
 from workers.celery_app import app
 from workers.envelope import DeviceInfo

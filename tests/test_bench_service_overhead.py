@@ -30,10 +30,10 @@ from bench.service_overhead import (
     warm_checkout,
     webhook_section,
 )
-from service.db import make_engine, migrate
+from service.core.db import make_engine, migrate
+from service.core.models import Benchmark, Measurement, Run, TestOutcome
 from service.github.payloads import PushEvent
 from service.github.signature import sign, verify
-from service.models import Benchmark, Measurement, Run, TestOutcome
 
 JUNIT = """\
 import sys

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from service import bisect
-from service.db import migrate, session_scope
-from service.followups import Bisect, bisect_key
-from service.models import Benchmark, Change, Commit, Device, Measurement, Repository, Run
+from service.core.db import migrate, session_scope
+from service.core.models import Benchmark, Change, Commit, Device, Measurement, Repository, Run
+from service.flows import narrowing as bisect
+from service.flows.main_branch import Bisect, bisect_key
 
 SHAS = [f"{i:040x}" for i in range(1, 8)]  # good end, five unmeasured commits, bad end
 BEFORE, AFTER = 1.0e-3, 3.0e-3  # a 3x slowdown

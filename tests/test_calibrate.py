@@ -17,11 +17,11 @@ from sqlmodel import select
 from tests_support import roofwatch
 from typer.testing import CliRunner
 
-from service.db import downgrade, migrate, session_scope
-from service.ingest import ingest_envelope, parse_envelope, upsert_device
-from service.models import Commit, Device, Measurement, Repository, Run
-from service.pipeline import create_run
-from service.roofline_peaks import peaks_for
+from service.core.db import downgrade, migrate, session_scope
+from service.core.models import Commit, Device, Measurement, Repository, Run
+from service.flows.measure import create_run
+from service.records.ingest import ingest_envelope, parse_envelope, upsert_device
+from service.records.roofline import peaks_for
 from suites.roofline import datasheet_peaks
 from suites.timing import StoppingRule, WarmUp
 from workers import calibrate as calibration_module
@@ -299,7 +299,7 @@ def test_calibrate_command_prints_and_stores_the_peaks(roofwatch_env: Path) -> N
 
 def test_calibrate_command_can_measure_without_storing(roofwatch_env: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    from service.cli import app
+    from service.cli.main import app
 
     monkeypatch.setattr(calibration_module, "CPU_PLAN", SMALL_PLAN)
     done = CliRunner().invoke(app, ["calibrate", "--no-store"], env={"COLUMNS": "200"})
@@ -311,7 +311,7 @@ def test_calibrate_command_can_measure_without_storing(roofwatch_env: Path,
 def test_calibrate_command_on_a_missing_gpu_fails_clearly(roofwatch_env: Path) -> None:
     import torch
 
-    from service.cli import app
+    from service.cli.main import app
 
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")

@@ -23,7 +23,7 @@ import pytest
 import yaml
 from conftest import IN_CI
 
-from service.config import Settings
+from service.core.config import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = ROOT / "docker-compose.yml"
@@ -207,7 +207,7 @@ def test_every_roofwatch_variable_is_a_setting() -> None:
     settings = {f"ROOFWATCH_{field.upper()}" for field in Settings.model_fields}
     named = set(_NAME.findall(COMPOSE.read_text())) | set(_NAME.findall(ENV_EXAMPLE.read_text()))
     unknown = sorted(named - settings - INTERPOLATION_ONLY)
-    assert not unknown, f"not fields of service.config.Settings: {unknown}"
+    assert not unknown, f"not fields of service.core.config.Settings: {unknown}"
     assert not INTERPOLATION_ONLY & settings, "an interpolation-only variable became a setting: update this test"
 
 

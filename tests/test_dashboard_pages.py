@@ -20,8 +20,8 @@ from sqlmodel import Session, col, select
 
 from dashboard.figures import decimate, sparkline_svg
 from dashboard.metrics import human, kind_of, trend_class, trend_pct
-from service.db import downgrade, make_engine, migrate
-from service.models import Benchmark, Change, Commit, Measurement, Repository, Run
+from service.core.db import downgrade, make_engine, migrate
+from service.core.models import Benchmark, Change, Commit, Measurement, Repository, Run
 
 COMMITS = 40
 REGRESSION_AT = 30  # the H200 kernel gets 20 % slower here
@@ -123,7 +123,7 @@ def synthetic_app(database_url: str, tmp_path, monkeypatch) -> Iterator[Any]:  #
     monkeypatch.setenv("ROOFWATCH_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("ROOFWATCH_DATABASE_URL", database_url)
     _reset_caches()
-    from service.app import create_app
+    from service.api.app import create_app
 
     yield create_app()
     _reset_caches()
@@ -248,7 +248,7 @@ def test_overview_trend_repositories_and_changes(synthetic_app) -> None:  # type
 def test_overview_trend_is_coloured_by_direction(synthetic_app) -> None:  # type: ignore[no-untyped-def]
     client = TestClient(synthetic_app)
     softmax = _benchmark_id(client, "test_softmax[triton-4096]", H200)
-    from service.db import get_engine
+    from service.core.db import get_engine
 
     with Session(get_engine()) as session:  # the latest commit regresses the kernel by another 25 %
         last = session.exec(select(Measurement).join(Run).where(
@@ -264,7 +264,7 @@ def test_overview_trend_is_coloured_by_direction(synthetic_app) -> None:  # type
 
 def test_recent_points_match_the_full_series(synthetic_app) -> None:  # type: ignore[no-untyped-def]
     from dashboard import queries as dq
-    from service.db import get_engine
+    from service.core.db import get_engine
 
     with Session(get_engine()) as session:
         ids = [b.id for b in session.exec(select(Benchmark).order_by(col(Benchmark.id))).all() if b.id is not None]

@@ -29,8 +29,8 @@ from test_dashboard_browser import ARTIFACTS, page  # noqa: F401  (fixture: head
 
 from dashboard.distribution_chart import distribution_figure, time_scale
 from dashboard.roofline_chart import KernelPoint, fraction, moved, ridge_points, roof_traces, roofline_figure
-from service.db import make_engine, migrate
-from service.models import (
+from service.core.db import make_engine, migrate
+from service.core.models import (
     Benchmark,
     Change,
     Commit,
@@ -175,7 +175,7 @@ def client(views_db: tuple[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("ROOFWATCH_DATA_DIR", str(tmp_path))
     monkeypatch.delenv("ROOFWATCH_API_TOKEN", raising=False)
     _reset_caches()
-    from service.app import create_app
+    from service.api.app import create_app
 
     app: FastAPI = create_app()
     yield TestClient(app)
@@ -313,7 +313,7 @@ def test_changes_lists_open_ones_first_with_actions(client: TestClient, ids: dic
 
 def test_changes_history_is_escaped_and_writes_enabled_with_a_token(client: TestClient, ids: dict[str, Any],
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    from service.config import get_settings
+    from service.core.config import get_settings
 
     monkeypatch.setenv("ROOFWATCH_API_TOKEN", "s3cret")
     get_settings.cache_clear()
@@ -364,6 +364,17 @@ def test_compare_charts_rounds_of_moved_and_inconclusive_benchmarks(client: Test
     assert f'id="dist-{ids["matmul"]}"' in asked.text
     matmul = _embedded(asked.text, f"dist-figure-{ids['matmul']}")
     assert _traces(matmul, "base")[0]["y"][0] == pytest.approx(2.0) and "ms" in matmul["layout"]["yaxis"]["title"]["text"]
+
+
+def test_compare_shows_the_pull_request_comment_rendered_from_its_markdown(client: TestClient,
+                                                                           ids: dict[str, Any]) -> None:
+    text = client.get(f"/compare/{ids['comparison']}").text
+    comment = text.split('id="pr-comment">', 1)[1].split('<pre id="pr-comment-markdown"', 1)[0]
+    # The Markdown became HTML: the verdict heading, the folded full table, benchmark names in code.
+    assert "<h3>roofwatch:" in comment and "<details>" in comment and "<table>" in comment
+    assert "<code>" in comment and "**" not in comment
+    markdown = text.split('<pre id="pr-comment-markdown" hidden>', 1)[1].split("</pre>", 1)[0]
+    assert "&lt;!-- roofwatch:pull-request-report --&gt;" in markdown  # the raw body, escaped in the page
 
 
 def test_compare_unknown_ids_and_bad_params(client: TestClient, ids: dict[str, Any]) -> None:
@@ -443,7 +454,7 @@ def live_server(views_db: tuple[str, dict[str, Any]], monkeypatch: pytest.Monkey
     monkeypatch.setenv("ROOFWATCH_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("ROOFWATCH_API_TOKEN", "s3cret")
     _reset_caches()
-    from service.app import create_app
+    from service.api.app import create_app
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -93,8 +93,8 @@ def outbox_env(roofwatch_env: Path, fake_github: FakeGitHub, monkeypatch: pytest
     monkeypatch.setenv("ROOFWATCH_GITHUB_TOKEN", FakeGitHub.STATIC_TOKEN)
     monkeypatch.setenv("ROOFWATCH_GITHUB_API_URL", fake_github.url)
     _reset_caches()
-    from service.db import migrate, session_scope
-    from service.repos import register
+    from service.core.db import migrate, session_scope
+    from service.records.repositories import register
 
     migrate()
     with session_scope() as session:
@@ -107,9 +107,9 @@ def _fast_client(settings, repository):  # type: ignore[no-untyped-def]
 
 def test_a_report_survives_an_outage_and_only_the_newest_state_is_posted(outbox_env: int,
                                                                         fake_github: FakeGitHub) -> None:
-    from service.db import session_scope
+    from service.core.db import session_scope
+    from service.core.models import GitHubReport, Repository
     from service.github import outbox
-    from service.models import GitHubReport, Repository
 
     fake_github.down()
     with session_scope() as session:
@@ -138,9 +138,9 @@ def test_a_report_survives_an_outage_and_only_the_newest_state_is_posted(outbox_
 
 def test_the_comment_is_found_by_its_marker_and_edited_not_duplicated(outbox_env: int,
                                                                       fake_github: FakeGitHub) -> None:
-    from service.db import session_scope
+    from service.core.db import session_scope
+    from service.core.models import GitHubReport, Repository
     from service.github import outbox
-    from service.models import GitHubReport, Repository
 
     fake_github.add_comment(REPO, 12, "LGTM", user="reviewer")
     fake_github.add_comment(REPO, 12, f"{MARKER}\nan old report", user="roofwatch[bot]")  # e.g. before a DB restore

@@ -15,7 +15,7 @@ from github_support import SECRET, comment_payload, deliver, pull_request_payloa
 from sample_repo import commit, git, init
 from sqlmodel import select
 
-from service import background
+from service.api import background
 from service.github.comment import MARKER
 
 REPO = "acme/kernels"
@@ -66,9 +66,9 @@ def app_client(roofwatch_env: Path, fake_github: FakeGitHub, kernels_repo: dict[
                         "AB_MAX_ROUNDS": "4", "PUBLIC_URL": "http://roofwatch.test"}.items():
         monkeypatch.setenv(f"ROOFWATCH_{name}", value)
     _reset_caches()
-    from service.app import create_app
-    from service.db import migrate, session_scope
-    from service.repos import register
+    from service.api.app import create_app
+    from service.core.db import migrate, session_scope
+    from service.records.repositories import register
 
     migrate()
     with session_scope() as session:
@@ -84,8 +84,8 @@ def _settle() -> None:
 
 def test_pull_request_gets_statuses_and_one_living_comment(app_client: TestClient, fake_github: FakeGitHub,
                                                            kernels_repo: dict[str, str], shared_corpus: Path) -> None:
-    from service.db import session_scope
-    from service.models import Run, WebhookDelivery
+    from service.core.db import session_scope
+    from service.core.models import Run, WebhookDelivery
 
     shas = kernels_repo
     opened = pull_request_payload(shared_corpus, "opened", REPO, 7, shas["bug"], shas["docs"])
@@ -134,8 +134,8 @@ def test_pull_request_gets_statuses_and_one_living_comment(app_client: TestClien
 
 def test_fork_waits_for_a_maintainer_then_runs_on_command(app_client: TestClient, fake_github: FakeGitHub,
                                                           kernels_repo: dict[str, str], shared_corpus: Path) -> None:
-    from service.db import session_scope
-    from service.models import Run
+    from service.core.db import session_scope
+    from service.core.models import Run
 
     shas = kernels_repo
     opened = pull_request_payload(shared_corpus, "opened", REPO, 9, shas["fix"], shas["docs"],
@@ -171,7 +171,7 @@ def test_app_mode_reports_through_one_check_run_per_head(app_client: TestClient,
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
 
-    from service.config import get_settings
+    from service.core.config import get_settings
 
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     fake_github.configure_app(31337, key.public_key().public_bytes(
@@ -200,9 +200,9 @@ def test_a_github_outage_loses_no_report_and_does_not_hold_up_the_run(app_client
                                                                      fake_github: FakeGitHub,
                                                                      kernels_repo: dict[str, str],
                                                                      shared_corpus: Path) -> None:
-    from service.db import session_scope
+    from service.core.db import session_scope
+    from service.core.models import GitHubReport, Run
     from service.github import outbox
-    from service.models import GitHubReport, Run
 
     fake_github.down()
     opened = pull_request_payload(shared_corpus, "opened", REPO, 13, kernels_repo["fix"], kernels_repo["docs"])
@@ -227,10 +227,10 @@ def test_a_github_outage_loses_no_report_and_does_not_hold_up_the_run(app_client
 def test_a_new_head_supersedes_and_closing_cancels(app_client: TestClient, fake_github: FakeGitHub,
                                                    kernels_repo: dict[str, str]) -> None:
     """Runs still queued when a newer head arrives, or when the pull request closes, are cancelled."""
-    from service import pull_requests
-    from service.db import session_scope
+    from service.core.db import session_scope
+    from service.core.models import Commit, Repository, Run
+    from service.flows import pull_request as pull_requests
     from service.github import reporting
-    from service.models import Commit, Repository, Run
 
     with session_scope() as session:
         repository = session.exec(select(Repository)).one()
@@ -262,8 +262,8 @@ def test_a_push_to_the_default_branch_is_measured_and_reported(app_client: TestC
                                                                shared_corpus: Path) -> None:
     from github_support import example
 
-    from service.db import session_scope
-    from service.models import Measurement, Run
+    from service.core.db import session_scope
+    from service.core.models import Measurement, Run
 
     push = example(shared_corpus, "push/with-new-branch.payload.json")
     push["ref"], push["after"] = "refs/heads/main", kernels_repo["docs"]

@@ -19,8 +19,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from prometheus_client.parser import text_string_to_metric_families
 from sqlmodel import Session
 
-from service.db import downgrade, make_engine, migrate
-from service.models import RUN_STATES, Commit, GitHubReport, Repository, Run, WebhookDelivery, utcnow
+from service.core.db import downgrade, make_engine, migrate
+from service.core.models import RUN_STATES, Commit, GitHubReport, Repository, Run, WebhookDelivery, utcnow
 
 Samples = dict[str, dict[tuple[tuple[str, str], ...], float]]
 
@@ -108,7 +108,7 @@ def client_for(monkeypatch: pytest.MonkeyPatch, database_url: str | None = None,
     if broker_url:
         monkeypatch.setenv("ROOFWATCH_BROKER_URL", broker_url)
     _reset_caches()
-    from service.app import create_app
+    from service.api.app import create_app
 
     return TestClient(create_app())
 

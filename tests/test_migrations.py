@@ -7,8 +7,8 @@ from alembic.migration import MigrationContext
 from sqlalchemy import create_engine, inspect
 from sqlmodel import SQLModel
 
-import service.models  # noqa: F401
-from service.db import downgrade, migrate
+import service.core.models  # noqa: F401
+from service.core.db import downgrade, migrate
 
 TABLES = {"repository", "commit", "device", "run", "suiteexecution", "benchmark",
           "measurement", "testoutcome", "change", "webhookdelivery", "alembic_version"}

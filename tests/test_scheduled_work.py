@@ -11,10 +11,10 @@ import redis
 from celery import Celery
 from sqlmodel import select
 
-from service import nightly
-from service.db import session_scope
-from service.models import Device, Repository, Run, utcnow
-from service.repos import register
+from service.core.db import session_scope
+from service.core.models import Device, Repository, Run, utcnow
+from service.flows import nightly
+from service.records.repositories import register
 from workers import redelivery
 from workers.device import probe
 
@@ -26,7 +26,7 @@ def _register(name: str, clone_url: str, branch: str = "main") -> None:
 
 def test_nightly_run_measures_each_default_branch_once_a_night(
         roofwatch_env: Path, sample_history: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
-    from service.db import migrate
+    from service.core.db import migrate
 
     migrate()
     repo, shas = sample_history
@@ -49,7 +49,7 @@ def test_nightly_run_measures_each_default_branch_once_a_night(
 
 
 def test_a_worker_announces_its_device_before_any_run(roofwatch_env: Path) -> None:
-    from service.db import migrate
+    from service.core.db import migrate
     from service.tasks import register_device
 
     migrate()
@@ -63,8 +63,8 @@ def test_a_worker_announces_its_device_before_any_run(roofwatch_env: Path) -> No
 
 def test_a_lost_measuring_task_errors_its_run_instead_of_leaving_it_running(
         roofwatch_env: Path, sample_history: tuple[Path, dict[str, str]]) -> None:
-    from service.db import migrate
-    from service.pipeline import create_run, task_id_for_run, upsert_commit
+    from service.core.db import migrate
+    from service.flows.measure import create_run, task_id_for_run, upsert_commit
     from service.tasks import measuring_lost
     from workers import checkout
 

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
-from service.config import get_settings
+from service.core.config import get_settings
 from workers import worker
 from workers.device import probe, queue_name
+from workers.settings import get_worker_settings
 
 
 def test_gpu_worker_is_named_after_its_gpu_and_serves_only_its_queue() -> None:
@@ -34,7 +39,17 @@ def test_gpu_only_worker_drops_credentials(monkeypatch: pytest.MonkeyPatch) -> N
     dropped = worker.drop_secrets()
 
     assert dropped == ["ROOFWATCH_DATABASE_URL", "ROOFWATCH_GITHUB_TOKEN"]
-    settings = get_settings()
-    assert settings.database_url is None and settings.github_token is None
-    assert settings.broker_url == "redis://broker:6379/0"  # the broker is all it keeps
+    assert "ROOFWATCH_DATABASE_URL" not in os.environ and "ROOFWATCH_GITHUB_TOKEN" not in os.environ
+    assert get_worker_settings().broker_url == "redis://broker:6379/0"  # the broker is all it keeps
     get_settings.cache_clear()
+
+
+def test_production_gpu_worker_starts_with_no_service_credentials() -> None:
+    """A production GPU worker imports its Celery app and tasks holding only a broker URL."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROOFWATCH_")}
+    env |= {"ROOFWATCH_ENVIRONMENT": "production", "ROOFWATCH_BROKER_URL": "redis://127.0.0.1:6379/9"}
+    code = ("import sys, workers.celery_app, workers.tasks; "
+            "print(sorted(m for m in sys.modules if m.startswith('service.') and 'analysis' not in m))")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", "a worker imported service modules beyond the pure analysis"

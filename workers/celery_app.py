@@ -12,15 +12,15 @@ from __future__ import annotations
 from celery import Celery
 from celery.schedules import crontab
 
-from service.config import get_settings
 from workers.redelivery import VISIBILITY_TIMEOUT_S
+from workers.settings import get_worker_settings
 
 INGEST_QUEUE = "ingest"
 CPU_QUEUE = "cpu"
 
 
 def make_app() -> Celery:
-    settings = get_settings()
+    settings = get_worker_settings()
     app = Celery("roofwatch", include=["workers.tasks", "service.tasks"])
     app.conf.update(
         broker_url=settings.broker_url or "memory://",

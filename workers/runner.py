@@ -18,12 +18,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from service.config import get_settings
 from workers import checkout, sandbox
 from workers.device import probe
 from workers.envelope import CommitRecord, DeviceInfo, Envelope, SuiteResult
 from workers.errors import CheckoutError, ResultFileError, SuiteConfigError
 from workers.results import parse_benchmark_json, parse_junit
+from workers.settings import get_worker_settings
 from workers.suite_config import SuiteSpec, load_suites
 
 log = logging.getLogger(__name__)
@@ -147,7 +147,7 @@ def run_suite(spec: SuiteSpec, tree: Path, data_dir: Path, job: SuiteLimits,
 
 def suite_confinement() -> sandbox.Confinement:
     """This host's rules for suites (the worker's settings, not the submitter's)."""
-    settings = get_settings()
+    settings = get_worker_settings()
     return sandbox.Confinement(user=settings.suite_user, memory_limit=settings.suite_memory_limit)
 
 

@@ -14,13 +14,13 @@ from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 
-from service.config import get_settings
 from workers import redelivery
 from workers.ab import ABJob, RoundProgress, run_ab
 from workers.celery_app import app
 from workers.device import probe
 from workers.envelope import ABEnvelope, Envelope
 from workers.runner import Job, local_progress, run_job
+from workers.settings import get_worker_settings
 
 log = logging.getLogger(__name__)
 
@@ -58,14 +58,14 @@ def _local(task: Any, job: dict[str, Any]) -> dict[str, Any]:
     """The job with this host's data directory: mirrors and worktrees are per host, not the submitter's."""
     if task.request.is_eager:
         return job
-    return job | {"data_dir": str(get_settings().data_dir)}
+    return job | {"data_dir": str(get_worker_settings().data_dir)}
 
 
 def _too_many_attempts(task: Any) -> str | None:
     """Why this delivery must not run again, or None. Counted in the broker's Redis."""
     if task.request.is_eager:
         return None
-    attempt = redelivery.count_attempt(redelivery.client_for(get_settings().broker_url), task.request.id)
+    attempt = redelivery.count_attempt(redelivery.client_for(get_worker_settings().broker_url), task.request.id)
     if attempt > redelivery.MAX_ATTEMPTS:
         return (f"not run again: the worker was lost {attempt - 1} times while running it "
                 f"(a crash, an out-of-memory kill or a host failure); rejected after {redelivery.MAX_ATTEMPTS} attempts")

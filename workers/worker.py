@@ -12,12 +12,12 @@ import os
 import socket
 from dataclasses import dataclass
 
-from service.config import get_settings
 from workers import redelivery
 from workers.calibrate import calibrated
 from workers.celery_app import CPU_QUEUE, INGEST_QUEUE, app
 from workers.device import is_cpu, probe, queue_name
 from workers.envelope import DeviceInfo
+from workers.settings import get_worker_settings
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,6 @@ def drop_secrets() -> list[str]:
     present = [name for name in SECRETS if name in os.environ]
     for name in present:
         del os.environ[name]
-    get_settings.cache_clear()
     return present
 
 
@@ -77,14 +76,14 @@ def start_worker(worker: WorkerPlan, loglevel: str) -> None:
         dropped = drop_secrets()
         if dropped:
             log.warning("a GPU worker holds no credentials; ignoring %s", ", ".join(dropped))
-    settings = get_settings()
+    settings = get_worker_settings()
     if os.geteuid() == 0 and not settings.suite_user:
         log.warning("running as root without ROOFWATCH_SUITE_USER: suites run as root too")
     redelivery.install(app, worker.node, worker.device_class, worker.queues, settings.broker_url)
     # The device row and its calibration exist before the first run reaches the database.
     # Measured once per device fingerprint on this host (cached under the data dir), in a child
     # process, before this worker takes any task: nothing else runs on the device meanwhile.
-    # A CPU has no roofline worth holding interpreted kernels to (see service.roofline_peaks),
+    # A CPU has no roofline worth holding interpreted kernels to (see service.records.roofline),
     # so only GPUs are calibrated here; `roofwatch calibrate` still measures a CPU on request.
     found = worker.device
     device = calibrated(found, settings.data_dir) if not is_cpu(found.device_class) else found
@@ -99,6 +98,6 @@ def start_worker(worker: WorkerPlan, loglevel: str) -> None:
 
 
 def start_beat(loglevel: str) -> None:
-    settings = get_settings()
+    settings = get_worker_settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     app.start(["beat", f"--loglevel={loglevel}", f"--schedule={settings.data_dir / 'beat-schedule'}"])

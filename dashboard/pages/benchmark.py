@@ -18,8 +18,8 @@ from dashboard import queries as dq
 from dashboard.common import TEMPLATES, script_json
 from dashboard.figures import PLOT_CONFIG, Series, benchmark_figure
 from dashboard.filters import Filters, FiltersDep
-from service.deps import SessionDep
-from service.models import Benchmark, Repository
+from service.api.deps import SessionDep
+from service.core.models import Benchmark, Repository
 
 ImplQuery = Annotated[list[str] | None, Query(description="baseline implementations to add to the chart")]
 

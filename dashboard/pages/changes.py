@@ -21,9 +21,9 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from dashboard.common import TEMPLATES
-from service.config import get_settings
-from service.deps import SessionDep
-from service.models import CHANGE_KINDS, TRIAGE_STATES, Benchmark, Change, Commit, Repository
+from service.api.deps import SessionDep
+from service.core.config import get_settings
+from service.core.models import CHANGE_KINDS, TRIAGE_STATES, Benchmark, Change, Commit, Repository
 
 # Waiting for a person first; what people already decided after.
 OPEN_STATES = ("new", "acknowledged")

@@ -16,10 +16,10 @@ from dashboard.common import TEMPLATES, script_json
 from dashboard.distribution_chart import distribution_figure
 from dashboard.figures import PLOT_CONFIG
 from dashboard.pr_comment import comment_html, comment_markdown
-from service.comparisons import comparison_report, results_of
-from service.config import get_settings
-from service.deps import SessionDep
-from service.models import Commit, Comparison, Repository, Run
+from service.api.deps import SessionDep
+from service.core.config import get_settings
+from service.core.models import Commit, Comparison, Repository, Run
+from service.records.comparisons import comparison_report, results_of
 
 # Drawn without being asked: the verdicts a reader wants explained. Capped so that a comparison
 # of a thousand noisy benchmarks does not make the browser draw a thousand charts.

@@ -17,9 +17,9 @@ from dashboard import queries as dq
 from dashboard.common import TEMPLATES
 from dashboard.figures import sparkline_svg
 from dashboard.filters import Filters, FiltersDep, choices
-from service import queries
-from service.deps import SessionDep
-from service.models import Benchmark
+from service.api.deps import SessionDep
+from service.core.models import Benchmark
+from service.records import queries
 
 SPARK_POINTS = 30
 PER_PAGE = 100  # rows of benchmarks per page: one windowed query of 100 × 30 points

@@ -28,7 +28,7 @@ from dashboard.roofline_queries import (
     runs_back,
     unplottable,
 )
-from service.deps import SessionDep
+from service.api.deps import SessionDep
 from suites.roofline import Peaks
 
 DEFAULT_BACK = 10  # runs between the latest and the default earlier point: a few days of pushes

@@ -10,8 +10,8 @@ from sqlalchemy import or_
 from sqlmodel import col, select
 
 from dashboard.common import TEMPLATES
-from service.deps import SessionDep
-from service.models import (
+from service.api.deps import SessionDep
+from service.core.models import (
     Benchmark,
     Commit,
     Comparison,

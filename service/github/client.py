@@ -27,7 +27,7 @@ from tenacity import (
     wait_random,
 )
 
-from service.config import Settings
+from service.core.config import Settings
 
 API_VERSION = "2022-11-28"
 USER_AGENT = "roofwatch"

@@ -1,6 +1,6 @@
 """The pull-request report: one living PR comment and the one-line status summary.
 
-Both are pure functions of the dict ``service.comparisons.comparison_report`` returns: no I/O,
+Both are pure functions of the dict ``service.records.comparisons.comparison_report`` returns: no I/O,
 no clock, so the same comparison always renders the same bytes and re-posting an unchanged
 report is a no-op edit.
 

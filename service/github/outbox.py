@@ -19,11 +19,11 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
-from service.config import Settings, get_settings
-from service.db import session_scope
+from service.core.config import Settings, get_settings
+from service.core.db import session_scope
+from service.core.models import GitHubReport, Repository, utcnow
 from service.github.client import GitHubClient, GitHubError
 from service.github.comment import MARKER
-from service.models import GitHubReport, Repository, utcnow
 
 log = logging.getLogger(__name__)
 

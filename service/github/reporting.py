@@ -11,10 +11,10 @@ from typing import Any, Literal
 
 from sqlmodel import Session
 
-from service.config import get_settings
+from service.core.config import get_settings
+from service.core.models import Repository
 from service.github import outbox
 from service.github.comment import Summary
-from service.models import Repository
 
 log = logging.getLogger(__name__)
 

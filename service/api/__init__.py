@@ -1,0 +1,1 @@
+"""The FastAPI application: JSON routes, webhooks, metrics, and the embedded executor."""

@@ -1,0 +1,142 @@
+"""JSON API: runs, benchmarks, series, changes, comparisons, devices; triage with a token."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Path, Query
+from pydantic import BaseModel, Field
+from sqlmodel import select
+
+from service.api.deps import SessionDep, TokenDep
+from service.core.models import (
+    Benchmark,
+    Change,
+    Commit,
+    Comparison,
+    Device,
+    Measurement,
+    Repository,
+    Run,
+    SuiteExecution,
+    TestOutcome,
+    TriageState,
+)
+from service.records import queries
+
+router = APIRouter(prefix="/api", tags=["api"])
+
+# Row ids are 64-bit; a larger number is a bad request (422), not a database overflow.
+RowId = Annotated[int, Path(ge=0, le=2**63 - 1)]
+
+# Documented so clients (and the property tests run against /openapi.json) know what to expect.
+NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "unknown repository or id"}}
+WRITE: dict[int | str, dict[str, Any]] = {
+    **NOT_FOUND,
+    400: {"description": "a body that cannot be parsed"},
+    401: {"description": "missing or wrong bearer token"},
+    403: {"description": "write actions are disabled: ROOFWATCH_API_TOKEN is not set"},
+}
+
+
+def _repository_id(session: SessionDep, repo: str | None) -> int | None:
+    if repo is None:
+        return None
+    row = session.exec(select(Repository).where(Repository.full_name == repo)).first()
+    if row is None:
+        raise HTTPException(404, f"unknown repository {repo!r}")
+    return row.id
+
+
+@router.get("/repositories")
+def list_repositories(session: SessionDep) -> list[Repository]:
+    return list(session.exec(select(Repository)).all())
+
+
+@router.get("/runs", responses=NOT_FOUND)
+def list_runs(session: SessionDep, repo: str | None = None,
+              limit: int = Query(50, ge=1, le=1000)) -> list[dict[str, Any]]:
+    return queries.recent_runs(session, _repository_id(session, repo), limit)
+
+
+@router.get("/runs/{run_id}", responses=NOT_FOUND)
+def get_run(run_id: RowId, session: SessionDep) -> dict[str, Any]:
+    run = session.get(Run, run_id)
+    if run is None:
+        raise HTTPException(404, f"no run {run_id}")
+    commit = session.get(Commit, run.commit_id)
+    return {
+        "run": run,
+        "commit": commit,
+        "device": session.get(Device, run.device_id) if run.device_id else None,
+        "suites": session.exec(select(SuiteExecution).where(SuiteExecution.run_id == run_id)).all(),
+        "outcomes": session.exec(select(TestOutcome).where(TestOutcome.run_id == run_id)).all(),
+        "measurements": [
+            {"benchmark": b.name, "benchmark_id": b.id, "median": m.median, "iqr": m.iqr, "n": m.n,
+             "cv": m.cv, "achieved_flops": m.achieved_flops, "achieved_bandwidth": m.achieved_bandwidth,
+             "roofline_fraction": m.roofline_fraction}
+            for m, b in session.exec(
+                select(Measurement, Benchmark).join(Benchmark).where(Measurement.run_id == run_id)).all()
+        ],
+    }
+
+
+@router.get("/benchmarks", responses=NOT_FOUND)
+def list_benchmarks(session: SessionDep, repo: str | None = None) -> list[Benchmark]:
+    return queries.benchmarks(session, _repository_id(session, repo))
+
+
+@router.get("/benchmarks/{benchmark_id}/series", responses=NOT_FOUND)
+def get_series(benchmark_id: RowId, session: SessionDep) -> dict[str, Any]:
+    benchmark = session.get(Benchmark, benchmark_id)
+    if benchmark is None:
+        raise HTTPException(404, f"no benchmark {benchmark_id}")
+    return {"benchmark": benchmark, "points": queries.series(session, benchmark_id)}
+
+
+@router.get("/changes", responses=NOT_FOUND)
+def list_changes(session: SessionDep, repo: str | None = None) -> list[dict[str, Any]]:
+    _repository_id(session, repo)
+    return queries.change_rows(session, repo)
+
+
+class TriageRequest(BaseModel):
+    state: TriageState
+    note: str = Field(default="", max_length=2000)
+
+
+@router.patch("/changes/{change_id}", responses=WRITE)
+def triage_change(change_id: RowId, body: TriageRequest, session: SessionDep, actor: TokenDep) -> dict[str, Any]:
+    """Set a change's triage state (needs the API token)."""
+    from service.records.triage import TriageError, set_state
+
+    if session.get(Change, change_id) is None:
+        raise HTTPException(404, f"no change {change_id}")
+    try:
+        set_state(session, change_id, body.state, body.note, actor)
+    except TriageError as exc:
+        raise HTTPException(422, str(exc)) from exc
+    session.commit()
+    return next(row for row in queries.change_rows(session) if row["id"] == change_id)
+
+
+@router.get("/comparisons/{comparison_id}", responses=NOT_FOUND)
+def get_comparison(comparison_id: RowId, session: SessionDep) -> dict[str, Any]:
+    """An A/B comparison: verdict and per-benchmark results with their per-round values."""
+    from service.records.comparisons import results_of
+
+    comparison = session.get(Comparison, comparison_id)
+    if comparison is None:
+        raise HTTPException(404, f"no comparison {comparison_id}")
+    return {
+        "comparison": comparison,
+        "base": session.get(Commit, comparison.base_commit_id),
+        "head": session.get(Commit, comparison.head_commit_id),
+        "results": [{"benchmark": b.name, "suite": b.suite, "benchmark_id": b.id, **r.model_dump()}
+                    for r, b in results_of(session, comparison_id)],
+    }
+
+
+@router.get("/devices")
+def list_devices(session: SessionDep) -> list[Device]:
+    return queries.devices(session)

@@ -1,0 +1,1 @@
+"""The ``roofwatch`` command line (Typer + Rich): commands and their output only."""

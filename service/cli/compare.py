@@ -1,0 +1,118 @@
+"""``roofwatch compare BASE HEAD``: an interleaved A/B of two commits on this machine's device."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from celery import chain
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from sqlmodel import select
+
+from service.core.config import get_settings
+from service.core.db import session_scope
+from service.core.models import Comparison, Repository
+from service.flows.measure import upsert_commit
+from service.records.comparisons import ab_job_for, comparison_key, comparison_report, create_comparison
+from service.records.repositories import mirror_and_source, resolve_repository
+from workers import checkout
+from workers.device import probe, queue_name
+from workers.errors import RoofwatchError
+
+# Exit codes: a CI step can gate on them.
+EXIT = {"no-change": 0, "improvement": 0, "regression": 1, "failure": 1, "inconclusive": 3, "errored": 2}
+
+
+@dataclass
+class CompareRequest:
+    repo: str
+    base: str
+    head: str
+    min_rounds: int | None = None
+    max_rounds: int | None = None
+    wait: bool = True
+
+
+def execute(request: CompareRequest, console: Console) -> tuple[int, dict[str, Any] | None]:
+    """Run the comparison; (exit code, report or None when nothing was compared)."""
+    from service.tasks import ingest_ab
+    from workers.tasks import ab_progress, run_ab_task
+
+    settings = get_settings()
+    try:
+        with session_scope() as session:
+            repository = resolve_repository(session, request.repo)
+        mirror, source = mirror_and_source(repository, settings.mirrors_dir)
+        base_sha, head_sha = checkout.resolve(source, request.base), checkout.resolve(source, request.head)
+        infos = [checkout.commit_info(mirror, sha) for sha in (base_sha, head_sha)]
+    except RoofwatchError as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        return 2, None
+
+    device = probe()
+    with session_scope() as session:
+        repo_row = session.get(Repository, repository.id)
+        assert repo_row is not None
+        base, head = (upsert_commit(session, repo_row, info) for info in infos)
+        prefix = comparison_key(repo_row, base.sha, head.sha, device.fingerprint, "manual", 0)[:-1]
+        attempt = len(session.exec(select(Comparison.id).where(
+            Comparison.idempotency_key.startswith(prefix))).all())  # type: ignore[attr-defined]
+        key = comparison_key(repo_row, base.sha, head.sha, device.fingerprint, "manual", attempt)
+        comparison = create_comparison(session, repo_row, base, head, key, purpose="manual")
+        job = ab_job_for(comparison, repo_row, base, head, str(settings.data_dir), settings.suite_timeout,
+                         settings.output_limit, request.max_rounds or settings.ab_max_rounds,
+                         request.min_rounds or settings.ab_min_rounds)
+
+    queue = queue_name(device.device_class)
+    mode = "in-process" if settings.embedded else f"queue {queue}"
+    console.print(f"[bold]{repository.full_name}[/] {base_sha[:12]} (base) vs {head_sha[:12]} (head) on "
+                  f"{device.device_class}, {job.min_rounds}–{job.max_rounds} interleaved rounds ({mode})")
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console) as bar:
+        task = bar.add_task("starting", total=None)
+
+        def show(index: int, side: str, event: str) -> None:
+            state = "running" if event == "start" else event
+            bar.update(task, description=f"round {index + 1}: {side} {state}")
+
+        token = ab_progress.set(show)
+        try:
+            result = chain(run_ab_task.s(asdict(job)).set(queue=queue), ingest_ab.s()).apply_async()
+        finally:
+            ab_progress.reset(token)
+        if not settings.embedded and not request.wait:
+            console.print(f"enqueued comparison {job.comparison_id}")
+            return 0, None
+        result.get(propagate=False)
+    with session_scope() as session:
+        data = comparison_report(session, job.comparison_id)
+    return EXIT.get(data["verdict"], 2), data
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "" if value is None or (isinstance(value, float) and math.isinf(value)) else format(value, spec)
+
+
+STYLE = {"regression": "red", "improvement": "green", "inconclusive": "yellow", "none": "dim"}
+
+
+def render(console: Console, data: dict[str, Any]) -> None:
+    table = Table("benchmark", "base", "head", "Δ %", "95 % interval", "q", "threshold", "verdict")
+    for row in data["benchmarks"]:
+        style = STYLE.get(row["direction"], "")
+        table.add_row(
+            row["benchmark"], _fmt(row["base_median"], ".4g"), _fmt(row["head_median"], ".4g"),
+            _fmt(row["change_pct"], "+.2f"), f"[{_fmt(row['ci_low'], '+.1f')}, {_fmt(row['ci_high'], '+.1f')}]",
+            _fmt(row["q_value"], ".2g"), "±" + _fmt(row["threshold_pct"], ".1f"), f"[{style}]{row['direction']}[/]",
+        )
+    console.print(table)
+    for failure in data["new_failures"]:
+        first_line = (failure["message"].strip().splitlines() or [""])[0]
+        console.print(f"[bold red]new failure[/] {failure['suite']}::{failure['test_id']}: {first_line}")
+    if data["error"]:
+        console.print(f"[dim]{data['error']}[/]")
+    mde = _fmt(data["mde_pct"], ".1f")
+    console.print(f"verdict: [bold]{data['verdict']}[/] after {data['rounds']} round(s)"
+                  + (f"; smallest detectable change ±{mde}%" if mde else ""))

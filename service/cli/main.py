@@ -1,0 +1,298 @@
+"""The ``roofwatch`` command line (Typer + Rich)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from service.core.config import get_settings
+
+app = typer.Typer(help="Performance-regression CI for GPU kernels.", no_args_is_help=True,
+                  pretty_exceptions_enable=False)
+repo_app = typer.Typer(help="Register repositories.", no_args_is_help=True)
+db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+demo_app = typer.Typer(help="The demo kernel repository with planted changes.", no_args_is_help=True)
+app.add_typer(repo_app, name="repo")
+app.add_typer(db_app, name="db")
+app.add_typer(demo_app, name="demo")
+console = Console()
+err = Console(stderr=True)
+
+
+def _fail(message: str, code: int = 2) -> None:
+    err.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(code)
+
+
+def _prepare_database() -> None:
+    """Migrate automatically on the embedded SQLite default; a shared server is migrated on purpose."""
+    settings = get_settings()
+    if settings.sqlalchemy_url.startswith("sqlite"):
+        from service.core.db import migrate
+
+        migrate()
+
+
+@db_app.command("upgrade")
+def db_upgrade(revision: str = "head") -> None:
+    """Apply migrations up to REVISION."""
+    from service.core.db import migrate
+
+    migrate(revision=revision)
+    console.print(f"database at [bold]{revision}[/]")
+
+
+@repo_app.command("add")
+def repo_add(
+    full_name: Annotated[str, typer.Argument(help="OWNER/NAME as GitHub spells it")],
+    clone_url: Annotated[str, typer.Option("--clone-url", help="URL, mirror or local path to clone from")],
+    default_branch: Annotated[str, typer.Option("--default-branch")] = "main",
+    trust_policy: Annotated[str, typer.Option(
+        "--trust-policy", help="maintainers-only: fork / outside pull requests wait for approval; everyone")
+    ] = "maintainers-only",
+) -> None:
+    """Register a repository; webhooks for OWNER/NAME then clone from CLONE_URL."""
+    from service.core.db import session_scope
+    from service.records.repositories import register
+    from workers.errors import RoofwatchError
+
+    _prepare_database()
+    try:
+        with session_scope() as session:
+            repository = register(session, full_name, clone_url, default_branch, trust_policy)
+            console.print(f"registered [bold]{repository.full_name}[/] → {repository.clone_url}")
+    except RoofwatchError as exc:
+        _fail(str(exc))
+
+
+@demo_app.command("init")
+def demo_init(
+    directory: Annotated[str, typer.Argument(help="where to write it (absent or empty)")],
+) -> None:
+    """Write a small kernel repository whose history holds a slowdown, a bug fixed later, a speedup and a PR."""
+    from pathlib import Path
+
+    from service.demo.command import init_demo
+
+    raise typer.Exit(init_demo(Path(directory), console))
+
+
+@app.command()
+def run(
+    repo: Annotated[str, typer.Option("--repo", help="registered OWNER/NAME, local path or clone URL")],
+    rev: Annotated[list[str] | None, typer.Option("--rev", help="commit to measure (repeatable)")] = None,
+    range_: Annotated[str | None, typer.Option("--range", help="A..B: every first-parent commit after A up to B")] = None,
+    last: Annotated[int | None, typer.Option("--last", min=1, help="the last N commits up to --rev (default HEAD)")] = None,
+    force: Annotated[bool, typer.Option("--force", help="measure again commits already measured on this device")] = False,
+    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="with a broker: wait for the runs")] = True,
+    device_class: Annotated[str | None, typer.Option("--device-class", help="with a broker: the device queue to use")] = None,
+) -> None:
+    """Check out and run the suites on each commit, store, analyse, print a summary."""
+    from service.cli.run import RunRequest, execute
+
+    _prepare_database()
+    request = RunRequest(repo=repo, revs=rev or [], range_spec=range_, last=last, force=force,
+                         wait=wait, device_class=device_class)
+    code = execute(request, console)
+    raise typer.Exit(code)
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port")] = 8000,
+) -> None:
+    """API, dashboard and webhook endpoint."""
+    import uvicorn
+
+    from service.api.app import create_app
+    from workers.logs import configure_logging
+
+    configure_logging(get_settings().log_format, "info")
+    _prepare_database()
+    console.print(f"roofwatch dashboard on [link]http://{host}:{port}/[/link]")
+    # log_config=None: uvicorn's lines go through our handlers (text or JSON), not its own.
+    uvicorn.run(create_app(), host=host, port=port, log_level="info", log_config=None)
+
+
+@app.command()
+def worker(
+    gpu: Annotated[int | None, typer.Option("--gpu", help="GPU index to pin (CUDA_VISIBLE_DEVICES)")] = None,
+    queues: Annotated[str | None, typer.Option("--queues", help="comma-separated queues")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="stable worker name (default gpuN, cpu or main)")] = None,
+    loglevel: Annotated[str, typer.Option("--loglevel")] = "info",
+) -> None:
+    """A Celery worker: this machine's device queue plus `cpu` and `ingest` by default."""
+    from workers.logs import install_celery_logging
+    from workers.worker import plan, start_worker
+
+    if get_settings().embedded:
+        _fail("a worker needs ROOFWATCH_BROKER_URL (without a broker, `roofwatch run` executes in-process)")
+    install_celery_logging(get_settings().log_format, loglevel)
+    chosen = plan(gpu, queues, name)
+    console.print(f"worker [bold]{chosen.node}[/] for [bold]{chosen.device_class}[/] on queues {','.join(chosen.queues)}")
+    start_worker(chosen, loglevel)
+
+
+@app.command()
+def beat(loglevel: Annotated[str, typer.Option("--loglevel")] = "info") -> None:
+    """Celery beat: GitHub report retries, recovery of work held by dead workers, nightly runs."""
+    from workers.logs import install_celery_logging
+    from workers.worker import start_beat
+
+    if get_settings().embedded:
+        _fail("beat needs ROOFWATCH_BROKER_URL (the embedded `roofwatch serve` retries reports itself)")
+    install_celery_logging(get_settings().log_format, loglevel)
+    start_beat(loglevel)
+
+
+@app.command()
+def calibrate(
+    gpu: Annotated[int | None, typer.Option("--gpu", help="CUDA device index (default: GPU 0, else the CPU)")] = None,
+    store: Annotated[bool, typer.Option("--store/--no-store", help="store the peaks on this device's record")] = True,
+) -> None:
+    """Measure this device's peak bandwidth and FLOP/s: the roofs its benchmarks are held to.
+
+    Stored on the device's record (embedded: in-process; with a broker: through the ingest
+    queue) and cached for `roofwatch worker` on this host.
+    """
+    from suites.roofline import datasheet_peaks
+    from workers.calibrate import CalibrationError, peak_rows, store_cached, with_peaks
+    from workers.calibrate import calibrate as measure
+    from workers.device import probe
+
+    info = probe(gpu or 0)
+    console.print(f"calibrating [bold]{info.device_class}[/] (copy bandwidth, matmul per dtype) ...")
+    try:
+        calibration = measure(f"cuda:{gpu}" if gpu is not None else None)
+    except CalibrationError as exc:
+        _fail(str(exc))
+    table = Table("peak", "measured", "datasheet", "measured / datasheet",
+                  title=f"{info.device_class}, {calibration.timer} timer, {calibration.seconds:.1f} s")
+    for row in peak_rows(calibration, datasheet_peaks(info.device_class)):
+        table.add_row(*row)
+    console.print(table)
+    for dtype, why in calibration.skipped.items():
+        console.print(f"{dtype} not measured: {why}")
+    if not store:
+        return
+    from service.tasks import register_device
+
+    settings = get_settings()
+    store_cached(settings.data_dir, info.fingerprint, calibration)
+    _prepare_database()
+    sent = register_device.delay(with_peaks(info, calibration).model_dump(mode="json"))
+    if settings.embedded:
+        console.print(f"stored as measured peaks of device {sent.get()}")
+    else:
+        console.print("sent to the ingest queue (roofwatch.register_device)")
+
+
+@app.command()
+def regressions(
+    repo: Annotated[str | None, typer.Option("--repo")] = None,
+    format_: Annotated[str, typer.Option("--format", help="table | json")] = "table",
+) -> None:
+    """The detected changes."""
+    from service.core.db import session_scope
+    from service.records.queries import change_rows
+
+    _prepare_database()
+    with session_scope() as session:
+        rows = change_rows(session, repo)
+    if format_ == "json":
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return
+    table = Table("benchmark / test", "suite", "kind", "commit", "Δ %", "interval", "p", "state")
+    for row in rows:
+        commit = (row["commit"] or f"{row['range'] or '?'}")[:19]
+        pct = "" if row["change_pct"] is None else f"{row['change_pct']:+.1f}"
+        interval = "" if row["ci_low"] is None else f"[{row['ci_low']:+.1f}, {row['ci_high']:+.1f}]"
+        p = "" if row["p_value"] is None else f"{row['p_value']:.2g}"
+        table.add_row(row["benchmark"], row["suite"], row["kind"], commit, pct, interval, p, row["state"])
+    console.print(table if rows else "no changes detected")
+
+
+@app.command()
+def compare(
+    base: Annotated[str, typer.Argument(help="base revision (e.g. the merge-base)")],
+    head: Annotated[str, typer.Argument(help="head revision")],
+    repo: Annotated[str, typer.Option("--repo", help="registered OWNER/NAME, local path or clone URL")] = ".",
+    min_rounds: Annotated[int | None, typer.Option("--min-rounds", min=3, help="rounds before a verdict")] = None,
+    max_rounds: Annotated[int | None, typer.Option("--max-rounds", min=3, help="cap for inconclusive ones")] = None,
+    format_: Annotated[str, typer.Option("--format", help="table | json")] = "table",
+    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="with a broker: wait for the verdict")] = True,
+) -> None:
+    """Interleaved A/B of BASE and HEAD on this machine's device; a verdict per benchmark.
+
+    Exit status: 0 no change or improvement, 1 regression or new test failure,
+    3 inconclusive at the round cap, 2 bad input or a comparison that could not run.
+    """
+    from service.cli.compare import CompareRequest, execute, render
+
+    _prepare_database()
+    out = err if format_ == "json" else console
+    code, data = execute(CompareRequest(repo, base, head, min_rounds, max_rounds, wait), out)
+    if data is not None:
+        if format_ == "json":
+            sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        else:
+            render(console, data)
+    raise typer.Exit(code)
+
+
+@app.command()
+def changepoints(
+    csv_file: Annotated[str, typer.Option("--csv", help="columns: commit, then one number per benchmark")],
+    format_: Annotated[str, typer.Option("--format", help="table | json")] = "table",
+) -> None:
+    """Change points in an external history, one row per commit, oldest first."""
+    from pathlib import Path
+
+    from service.cli.changepoints import CsvHistoryError, find, read_history
+
+    try:
+        found = find(read_history(Path(csv_file)))
+    except CsvHistoryError as exc:
+        _fail(str(exc))
+    if format_ == "json":
+        sys.stdout.write(json.dumps(found, indent=2) + "\n")
+        return
+    table = Table("series", "index", "commit", "before", "after", "Δ %", "p")
+    for name, points in found.items():
+        for cp in points:
+            table.add_row(name, str(cp["index"]), str(cp["commit"])[:12], f"{cp['before']:.4g}",
+                          f"{cp['after']:.4g}", f"{cp['change_pct']:+.2f}", f"{cp['p_value']:.2g}")
+    console.print(table if table.row_count else "no change points")
+
+
+@app.command()
+def triage(
+    change_id: Annotated[int, typer.Argument(help="the change's id (see `roofwatch regressions`)")],
+    state: Annotated[str, typer.Argument(help="new | acknowledged | expected | invalid | fixed")],
+    note: Annotated[str, typer.Option("--note", help="why, for the change's history")] = "",
+) -> None:
+    """Set a change's triage state."""
+    import getpass
+
+    from service.core.db import session_scope
+    from service.records.triage import TriageError, set_state
+
+    _prepare_database()
+    try:
+        with session_scope() as session:
+            change = set_state(session, change_id, state, note, actor=getpass.getuser())
+            console.print(f"change {change.id} is now [bold]{change.state}[/]")
+    except TriageError as exc:
+        _fail(str(exc))
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.WARNING)
+    app()

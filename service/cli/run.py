@@ -1,0 +1,174 @@
+"""``roofwatch run``: pick the commits, skip what is measured, submit, show progress, summarise."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from sqlmodel import select
+
+from service.core.config import get_settings
+from service.core.db import session_scope
+from service.core.models import Change, Commit, Measurement, Repository, Run, TestOutcome
+from service.flows.measure import create_run, job_for, measured_on, submit, upsert_commit
+from service.records.repositories import mirror_and_source, resolve_repository
+from workers import checkout
+from workers.device import probe, queue_name
+from workers.errors import RoofwatchError
+from workers.runner import local_progress
+
+DEFAULT_LAST = 1
+
+
+@dataclass
+class RunRequest:
+    repo: str
+    revs: list[str] = field(default_factory=list)
+    range_spec: str | None = None
+    last: int | None = None
+    force: bool = False
+    wait: bool = True
+    device_class: str | None = None
+
+
+def select_commits(source_repo: Path, request: RunRequest) -> list[str]:
+    """SHAs to measure, oldest first, without repeats."""
+    shas: list[str] = []
+    if request.range_spec:
+        shas += checkout.rev_range(source_repo, request.range_spec)
+    if request.last:
+        for rev in request.revs or ["HEAD"]:
+            shas += checkout.recent(source_repo, rev, request.last)
+    else:
+        shas += [checkout.resolve(source_repo, rev) for rev in request.revs]
+    if not shas:
+        shas = checkout.recent(source_repo, "HEAD", DEFAULT_LAST)
+    return list(dict.fromkeys(shas))
+
+
+def execute(request: RunRequest, console: Console) -> int:
+    """Run the request; the process exit code (0 ok, 1 failures or errors, 2 bad input)."""
+    settings = get_settings()
+    try:
+        with session_scope() as session:
+            repository = resolve_repository(session, request.repo)
+        mirror, source = mirror_and_source(repository, settings.mirrors_dir)
+        shas = select_commits(source, request)
+        # Oldest first, so each commit is analysed against the one measured before it.
+        infos = sorted((checkout.commit_info(mirror, sha) for sha in shas), key=lambda i: i.committed_at)
+    except RoofwatchError as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        return 2
+
+    device = probe()
+    queue = queue_name(request.device_class or device.device_class)
+    planned: list[tuple[int, str]] = []
+    skipped: list[str] = []
+    with session_scope() as session:
+        repo_row = session.get(Repository, repository.id)
+        assert repo_row is not None
+        for info in infos:
+            commit = upsert_commit(session, repo_row, info)
+            if not request.force and settings.embedded and measured_on(session, commit, device.fingerprint):
+                skipped.append(info.sha)
+                continue
+            attempt = _attempt(session, repo_row, commit, device.fingerprint) if request.force else 0
+            key = f"{repo_row.full_name}@{info.sha}:{device.fingerprint}:manual:{attempt}"
+            run = create_run(session, repo_row, commit, key)
+            planned.append((run.id, info.sha))  # type: ignore[arg-type]
+
+    for sha in skipped:
+        console.print(f"[dim]{sha[:12]} already measured on {device.device_class} (use --force to re-run)[/]")
+    if not planned:
+        _summary(console, [r for r in _runs_for(infos, repository.id, device.fingerprint)])  # type: ignore[arg-type]
+        return 0
+
+    mode = "in-process" if settings.embedded else f"queue {queue}"
+    console.print(f"[bold]{repository.full_name}[/]: {len(planned)} commit(s) on {device.device_class} ({mode})")
+    results = []
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console) as bar:
+        overall = bar.add_task("commits", total=len(planned))
+        for run_id, sha in planned:
+            with session_scope() as session:
+                queued = session.get(Run, run_id)
+                assert queued is not None
+                commit = session.exec(select(Commit).where(Commit.id == queued.commit_id)).one()
+                job = job_for(queued, repository, commit, settings)
+            label = f"{sha[:12]} {commit.message.splitlines()[0][:50] if commit.message else ''}"
+            bar.update(overall, description=label)
+
+            def show(suite: str, event: str, _label: str = label) -> None:
+                text = f"  {_label} · {suite}: {'running' if event == 'start' else event}"
+                if event != "start":
+                    bar.console.print(text)
+                bar.update(overall, description=text.strip())
+
+            token = local_progress.set(show)
+            try:
+                results.append(submit(job, queue))
+            finally:
+                local_progress.reset(token)
+            if settings.embedded or request.wait:
+                results[-1].get(propagate=False)
+            bar.advance(overall)
+
+    if not settings.embedded and not request.wait:
+        console.print(f"enqueued {len(planned)} run(s): " + ", ".join(str(r) for r, _ in planned))
+        return 0
+    runs = _runs_for(infos, repository.id, device.fingerprint)  # type: ignore[arg-type]
+    _summary(console, runs)
+    return 0 if all(r["state"] in ("succeeded", "skipped") for r in runs) else 1
+
+
+def _attempt(session, repository: Repository, commit: Commit, fingerprint: str) -> int:  # type: ignore[no-untyped-def]
+    prefix = f"{repository.full_name}@{commit.sha}:{fingerprint}:manual:"
+    rows = session.exec(select(Run).where(Run.idempotency_key.startswith(prefix))).all()  # type: ignore[attr-defined]
+    return len(rows)
+
+
+def _runs_for(infos: list[checkout.CommitInfo], repository_id: int, fingerprint: str) -> list[dict[str, object]]:
+    """The newest run of each commit, with counts for the summary table."""
+    rows: list[dict[str, object]] = []
+    with session_scope() as session:
+        for info in infos:
+            commit = session.exec(select(Commit).where(
+                Commit.repository_id == repository_id, Commit.sha == info.sha)).first()
+            if commit is None:
+                continue
+            run = session.exec(select(Run).where(Run.commit_id == commit.id)
+                               .order_by(Run.id.desc())).first()  # type: ignore[union-attr]
+            if run is None:
+                continue
+            outcomes = session.exec(select(TestOutcome.outcome).where(TestOutcome.run_id == run.id)).all()
+            measurements = session.exec(select(Measurement.id).where(Measurement.run_id == run.id)).all()
+            changes = session.exec(select(Change).where(Change.detected_run_id == run.id)).all()
+            rows.append({
+                "run": run.id, "sha": info.sha, "title": info.message.splitlines()[0] if info.message else "",
+                "state": run.state, "passed": sum(o == "passed" for o in outcomes),
+                "failed": sum(o in ("failed", "error") for o in outcomes),
+                "benchmarks": len(measurements),
+                "changes": ", ".join(sorted({c.kind for c in changes})), "reason": run.error,
+            })
+    return rows
+
+
+STATE_STYLE = {"succeeded": "green", "failed": "red", "errored": "red", "skipped": "yellow"}
+
+
+def _summary(console: Console, rows: list[dict[str, object]]) -> None:
+    table = Table("run", "commit", "state", "tests ok", "failed", "benchmarks", "changes")
+    table.add_column("title", max_width=40, no_wrap=True, overflow="ellipsis")
+    for row in rows:
+        style = STATE_STYLE.get(str(row["state"]), "")
+        table.add_row(str(row["run"]), str(row["sha"])[:12], f"[{style}]{row['state']}[/]",
+                      str(row["passed"]), str(row["failed"]), str(row["benchmarks"]),
+                      str(row["changes"]), str(row["title"]))
+    console.print(table)
+    for row in rows:
+        if row["reason"] and row["state"] != "succeeded":
+            console.print(f"[dim]{str(row['sha'])[:12]}: {row['reason']}[/]")
+    console.print(f"dashboard: roofwatch serve, then {get_settings().public_url}/")

@@ -1,0 +1,1 @@
+"""Configuration, database engine and sessions, tables, migrations: what every layer stands on."""

@@ -1,0 +1,283 @@
+"""Database tables (SQLModel). Alembic owns the schema: see ``service/core/migrations``.
+
+Units: times in seconds, bandwidth in bytes/s, throughput in FLOP/s, sizes in bytes.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Literal, get_args
+
+from sqlalchemy import JSON, Column, Index, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+RUN_STATES = ("queued", "running", "succeeded", "failed", "errored", "cancelled", "skipped")
+TERMINAL_STATES = frozenset({"succeeded", "failed", "errored", "cancelled", "skipped"})
+TRIGGERS = ("push", "pull_request", "manual", "bisect", "schedule")
+CHANGE_KINDS = ("perf-regression", "perf-improvement", "correctness-failure", "numerics-drift")
+TriageState = Literal["new", "acknowledged", "expected", "invalid", "fixed"]
+TRIAGE_STATES: tuple[str, ...] = get_args(TriageState)
+
+
+class Repository(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    full_name: str = Field(unique=True, index=True)
+    clone_url: str
+    default_branch: str = "main"
+    # "maintainers-only": fork / outside-collaborator PRs wait for a maintainer's approval.
+    trust_policy: str = "maintainers-only"
+    # GitHub App installation that covers this repository (from webhooks); None in token mode.
+    installation_id: int | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Commit(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("repository_id", "sha"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    repository_id: int = Field(foreign_key="repository.id", index=True)
+    sha: str = Field(index=True, max_length=64)
+    parents: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    author: str = ""
+    message: str = ""
+    committed_at: datetime | None = None
+
+
+class Device(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    # Hash of everything that must match for two measurements to be comparable.
+    fingerprint: str = Field(unique=True, index=True, max_length=64)
+    device_class: str = Field(index=True)
+    uuid: str = ""
+    driver: str = ""
+    cuda: str = ""
+    torch_version: str = ""
+    triton_version: str = ""
+    peak_bandwidth: float | None = None
+    peak_flops: dict[str, float] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    peaks_source: str = "none"  # "measured" | "datasheet" | "none"
+    sm_clock_mhz: float | None = None
+    power_limit_w: float | None = None
+    l2_bytes: int | None = None
+    hostname: str = ""
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Run(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    repository_id: int = Field(foreign_key="repository.id", index=True)
+    commit_id: int = Field(foreign_key="commit.id", index=True)
+    trigger: str = "manual"
+    pr_number: int | None = None
+    base_sha: str | None = None
+    device_id: int | None = Field(default=None, foreign_key="device.id", index=True)
+    state: str = Field(default="queued", index=True)
+    # Same key, same run: a redelivered task or a repeated trigger never makes a second row.
+    idempotency_key: str = Field(unique=True, index=True)
+    log_excerpt: str = ""
+    error: str = ""
+    created_at: datetime = Field(default_factory=utcnow)
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+class SuiteExecution(SQLModel, table=True):
+    """One suite command on one run: how it ended and why."""
+
+    __table_args__ = (UniqueConstraint("run_id", "name"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="run.id", index=True)
+    name: str
+    kind: str
+    status: str  # passed | failed | errored | timeout
+    reason: str = ""
+    exit_code: int | None = None
+    duration_s: float = 0.0
+    output_tail: str = ""
+
+
+class Benchmark(SQLModel, table=True):
+    """A series: everything that must match for two results to be comparable."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    fingerprint: str = Field(unique=True, index=True, max_length=64)
+    repository_id: int = Field(foreign_key="repository.id", index=True)
+    suite: str
+    name: str = Field(index=True)
+    params: str = ""
+    dtype: str = ""
+    shape: str = ""
+    # Which implementation this series times: "" (the kernel under test), or a baseline such as
+    # "torch" / "torch.compile", from the benchmark's ``extra_info["impl"]``.
+    impl: str = ""
+    device_class: str = Field(index=True)
+    unit: str = "s"
+    higher_is_better: bool = False
+    flops: float | None = None
+    bytes: float | None = None
+
+
+# What a series read takes from each measurement (trend lines, the roofline, the series API).
+SERIES_COLUMNS = ("median", "iqr", "min", "n", "cv", "achieved_flops", "achieved_bandwidth", "roofline_fraction")
+
+
+class Measurement(SQLModel, table=True):
+    __table_args__ = (
+        UniqueConstraint("run_id", "benchmark_id"),
+        # Rows are stored run by run, so one benchmark's points lie one per heap page: a 2,000-point
+        # series read through a plain benchmark_id index touched 2,000 pages. Keyed (benchmark, run)
+        # and carrying the series columns, this index answers such reads on its own (PostgreSQL
+        # index-only scans; SQLite ignores INCLUDE and gets the plain composite index).
+        Index("ix_measurement_benchmark_run", "benchmark_id", "run_id", postgresql_include=list(SERIES_COLUMNS)),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="run.id", index=True)
+    benchmark_id: int = Field(foreign_key="benchmark.id")  # indexed first in ix_measurement_benchmark_run
+    samples: list[float] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    median: float
+    iqr: float
+    min: float
+    mean: float
+    n: int
+    cv: float
+    clock_mhz: float | None = None
+    achieved_flops: float | None = None
+    achieved_bandwidth: float | None = None
+    roofline_fraction: float | None = None
+
+
+class TestOutcome(SQLModel, table=True):
+    __test__ = False  # keep pytest from collecting the table as a test class
+    __table_args__ = (UniqueConstraint("run_id", "suite", "test_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="run.id", index=True)
+    suite: str
+    test_id: str = Field(index=True)
+    outcome: str  # passed | failed | error | skipped
+    message: str = ""
+    duration_s: float = 0.0
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+
+
+class Change(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    repository_id: int = Field(foreign_key="repository.id", index=True)
+    benchmark_id: int | None = Field(default=None, foreign_key="benchmark.id", index=True)
+    suite: str = ""
+    test_id: str | None = None
+    kind: str
+    first_bad_commit_id: int | None = Field(default=None, foreign_key="commit.id")
+    # When the first bad commit is not narrowed down yet: the last good and first bad SHAs seen.
+    range_start_sha: str | None = None
+    range_end_sha: str | None = None
+    change_pct: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p_value: float | None = None
+    state: str = Field(default="new", index=True)
+    detected_run_id: int | None = Field(default=None, foreign_key="run.id")
+    details: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+DELIVERY_OUTCOMES = ("accepted", "ignored", "failed")
+
+
+class WebhookDelivery(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    delivery_id: str = Field(unique=True, index=True)
+    event: str
+    action: str = ""
+    repository: str = ""
+    received_at: datetime = Field(default_factory=utcnow)
+    outcome: str = ""
+    detail: str = ""  # why it was ignored, what it started, or what went wrong
+
+
+REPORT_TARGETS = ("status", "check_run", "comment")
+
+
+class GitHubReport(SQLModel, table=True):
+    """The latest thing roofwatch wants GitHub to show for one target, and whether it is there yet.
+
+    One row per (repository, target, subject) — a commit status or check run per head SHA, one
+    comment per pull request — holding the *desired* state. Publishing bumps ``version``;
+    delivery sends whatever is newest, so a retry after an outage never posts a stale
+    "pending" over a final verdict, and a report that could not be posted waits here until
+    it can be.
+    """
+
+    __table_args__ = (UniqueConstraint("repository_id", "target", "subject"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    repository_id: int = Field(foreign_key="repository.id", index=True)
+    target: str  # status | check_run | comment
+    subject: str  # head SHA for status / check_run, PR number for comment
+    payload: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    version: int = 1
+    delivered_version: int = 0
+    external_id: str = ""  # check run id or comment id once GitHub has one
+    attempts: int = 0
+    last_error: str = ""
+    next_attempt_at: datetime = Field(default_factory=utcnow, index=True)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+COMPARISON_PURPOSES = ("pull_request", "confirm", "manual")
+COMPARISON_VERDICTS = ("regression", "improvement", "no-change", "inconclusive", "failure", "errored", "cancelled")
+
+
+class Comparison(SQLModel, table=True):
+    """An interleaved A/B of two commits on one device: a PR verdict, or the confirmation of a change."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    repository_id: int = Field(foreign_key="repository.id", index=True)
+    base_commit_id: int = Field(foreign_key="commit.id", index=True)
+    head_commit_id: int = Field(foreign_key="commit.id", index=True)
+    device_id: int | None = Field(default=None, foreign_key="device.id", index=True)
+    purpose: str = "manual"
+    run_id: int | None = Field(default=None, foreign_key="run.id", index=True)  # the PR run it decides
+    state: str = Field(default="queued", index=True)  # queued | running | succeeded | failed | errored
+    verdict: str = ""
+    rounds: int = 0
+    # Same key, same comparison: a redelivered task or a repeated request makes no second row.
+    idempotency_key: str = Field(unique=True, index=True)
+    error: str = ""
+    details: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
+
+
+class ComparisonResult(SQLModel, table=True):
+    """One benchmark's verdict in a comparison, with the per-round medians it rests on."""
+
+    __table_args__ = (UniqueConstraint("comparison_id", "benchmark_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    comparison_id: int = Field(foreign_key="comparison.id", index=True)
+    benchmark_id: int = Field(foreign_key="benchmark.id", index=True)
+    base_values: list[float] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    head_values: list[float] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    base_median: float | None = None
+    head_median: float | None = None
+    change_pct: float = 0.0
+    ci_low: float = 0.0
+    ci_high: float = 0.0
+    p_value: float = 1.0
+    q_value: float = 1.0
+    noise_pct: float = 0.0
+    threshold_pct: float | None = None
+    mde_pct: float | None = None
+    direction: str = "inconclusive"
+    reason: str = ""
+    base_roofline: float | None = None
+    head_roofline: float | None = None

@@ -1,0 +1,192 @@
+"""What each webhook event means for roofwatch.
+
+``route`` runs inside the request, on the validated payload and the registered repository:
+it decides — quickly, without git or GitHub calls — whether the delivery starts work and
+records installations. ``handle`` runs afterwards (in a background thread when embedded, on
+the ``cpu`` queue otherwise): it fetches, checks trust, creates runs and reports on GitHub.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from sqlmodel import Session, select
+
+from service.core.config import Settings, get_settings
+from service.core.db import session_scope
+from service.core.models import Repository
+from service.flows import pull_request as pull_requests
+from service.flows import push as pushes
+from service.github import reporting, trust
+from service.github.client import GitHubClient, GitHubError
+from service.github.payloads import (
+    EVENT_MODELS,
+    InstallationEvent,
+    IssueCommentEvent,
+    PingEvent,
+    PullRequest,
+    PullRequestEvent,
+    PushEvent,
+)
+
+log = logging.getLogger(__name__)
+
+RUN_ACTIONS = ("opened", "synchronize", "reopened")
+
+
+@dataclass(frozen=True)
+class Decision:
+    accepted: bool  # True: ``handle`` has work to do
+    detail: str
+
+
+def repository_name(event: str, payload: Any) -> str:
+    repository = getattr(payload, "repository", None)
+    return repository.full_name if repository is not None else ""
+
+
+def route(session: Session, event: str, payload: Any, settings: Settings) -> Decision:
+    """Decide what a validated delivery asks for. Installation bookkeeping happens here."""
+    if event == "ping":
+        assert isinstance(payload, PingEvent)
+        return Decision(False, f"pong (hook {payload.hook_id})")
+    if event == "installation":
+        assert isinstance(payload, InstallationEvent)
+        return Decision(False, _installation(session, payload))
+    if event not in EVENT_MODELS:
+        return Decision(False, f"event {event!r} is not one roofwatch acts on")
+    name = repository_name(event, payload)
+    repository = session.exec(select(Repository).where(Repository.full_name == name)).first()
+    if repository is None:
+        return Decision(False, f"repository {name} is not registered "
+                               f"(roofwatch repo add {name} --clone-url URL)")
+    installation = getattr(payload, "installation", None)
+    if installation is not None and repository.installation_id != installation.id:
+        repository.installation_id = installation.id
+        session.add(repository)
+    if event == "push":
+        assert isinstance(payload, PushEvent)
+        return _route_push(payload, repository, settings)
+    if event == "pull_request":
+        assert isinstance(payload, PullRequestEvent)
+        return _route_pull_request(payload, settings)
+    assert isinstance(payload, IssueCommentEvent)
+    return _route_comment(payload)
+
+
+def _route_push(push: PushEvent, repository: Repository, settings: Settings) -> Decision:
+    if not push.ref.startswith("refs/heads/"):
+        return Decision(False, f"{push.ref} is not a branch")
+    branch = push.ref.removeprefix("refs/heads/")
+    if push.deleted:
+        return Decision(False, f"branch {branch} was deleted")
+    # GitHub's own word on the default branch wins over a registration that guessed "main".
+    defaults = {repository.default_branch, push.repository.default_branch}
+    tracked = branch in defaults or any(fnmatch.fnmatchcase(branch, p) for p in settings.push_branches)
+    if not tracked:
+        return Decision(False, f"branch {branch} is not tracked (default branch {repository.default_branch}; "
+                               "more with ROOFWATCH_PUSH_BRANCHES)")
+    return Decision(True, f"push to {branch}: measure {push.after[:12]}")
+
+
+def _route_pull_request(event: PullRequestEvent, settings: Settings) -> Decision:
+    if event.action in RUN_ACTIONS:
+        return Decision(True, f"#{event.number} {event.action}: compare {event.pull_request.head.sha[:12]}")
+    if event.action == "closed":
+        return Decision(True, f"#{event.number} closed: cancel its runs")
+    if event.action == "labeled" and event.label is not None and event.label.name == settings.approval_label:
+        return Decision(True, f"#{event.number} approved by label from @{event.sender.login}")
+    return Decision(False, f"pull_request action {event.action!r} needs nothing")
+
+
+def _route_comment(event: IssueCommentEvent) -> Decision:
+    if event.action != "created" or not trust.asks_for_run(event.comment.body):
+        return Decision(False, "comment holds no /roofwatch command")
+    if event.issue.pull_request is None:
+        return Decision(False, f"/roofwatch run on #{event.issue.number}, which is an issue, not a pull request")
+    if not trust.is_maintainer(event.comment.author_association):
+        return Decision(False, f"/roofwatch run from @{event.comment.user.login}, who has no write access "
+                               f"({event.comment.author_association.lower()})")
+    return Decision(True, f"#{event.issue.number}: /roofwatch run from @{event.comment.user.login}")
+
+
+def _installation(session: Session, event: InstallationEvent) -> str:
+    active = event.action in ("created", "new_permissions_accepted", "unsuspend")
+    names = [r.full_name for r in event.repositories]
+    rows = session.exec(select(Repository).where(Repository.full_name.in_(names))).all() if names else []  # type: ignore[attr-defined]
+    if event.action == "deleted" or event.action == "suspend":
+        rows = list(session.exec(select(Repository).where(Repository.installation_id == event.installation.id)).all())
+    for row in rows:
+        row.installation_id = event.installation.id if active else None
+        session.add(row)
+    known = sorted(r.full_name for r in rows)
+    return (f"installation {event.installation.id} {event.action}: "
+            f"{', '.join(known) if known else 'no registered repositories'}")
+
+
+# -- background work ---------------------------------------------------------------------------
+
+
+def handle(event: str, data: dict[str, Any]) -> str:
+    """Do what an accepted delivery asks for; returns what happened, for the delivery record."""
+    payload = EVENT_MODELS[event].model_validate(data)
+    with session_scope() as session:
+        repository = session.exec(select(Repository).where(
+            Repository.full_name == repository_name(event, payload))).one()
+        repository_id, policy = repository.id, repository.trust_policy
+    assert repository_id is not None
+    if isinstance(payload, PushEvent):
+        run_id = pushes.start(pushes.PushedHead(repository_id, payload.ref.removeprefix("refs/heads/"),
+                                                payload.after))
+        return f"run {run_id}" if run_id else "already measured"
+    if isinstance(payload, PullRequestEvent):
+        if payload.action == "closed":
+            cancelled = pull_requests.cancel(repository_id, payload.number, "pull request closed")
+            return f"cancelled runs {cancelled}" if cancelled else "nothing to cancel"
+        approved_by = payload.sender.login if payload.action == "labeled" else None
+        return _pull_request(repository_id, payload.pull_request, policy, approved_by)
+    assert isinstance(payload, IssueCommentEvent)
+    pull = _fetch_pull(repository_id, payload.issue.number)
+    return _pull_request(repository_id, pull, policy, approved_by=payload.comment.user.login, rerun=True)
+
+
+def _pull_request(repository_id: int, pull: PullRequest, policy: str, approved_by: str | None,
+                  rerun: bool = False) -> str:
+    """Start the A/B of a pull request's head, or show why it waits for a maintainer."""
+    ids: list[int] = []
+    with session_scope() as session:
+        repository = session.get(Repository, repository_id)
+        assert repository is not None
+        waiting = trust.waiting_reason(pull, repository.full_name, policy)
+        if waiting and not approved_by:
+            label = get_settings().approval_label
+            ids = reporting.show_phase(
+                session, repository, pull.head.sha, "waiting",
+                f"waiting for a maintainer: {waiting}; add the label {label} or comment /roofwatch run",
+                pull.html_url or get_settings().public_url)
+    if waiting and not approved_by:
+        reporting.send(ids)
+        return f"waiting for approval: {waiting}"
+    if approved_by and not waiting and not rerun:
+        return f"#{pull.number} needs no approval"
+    head = pull_requests.PullRequestHead(repository_id, pull.number, pull.head.sha, pull.base.ref, pull.base.sha,
+                                         pull.title)
+    run_id = pull_requests.start(head)
+    approval = f" (approved by @{approved_by})" if waiting else ""
+    return f"run {run_id}{approval}" if run_id else f"{pull.head.sha[:12]} already queued or running{approval}"
+
+
+def _fetch_pull(repository_id: int, number: int) -> PullRequest:
+    """The pull request a ``/roofwatch run`` comment is on, as GitHub has it now."""
+    with session_scope() as session:
+        repository = session.get(Repository, repository_id)
+        assert repository is not None
+        name, installation_id = repository.full_name, repository.installation_id
+    try:
+        with GitHubClient.from_settings(get_settings(), installation_id) as client:
+            return PullRequest.model_validate(client.pull_request(name, number))
+    except GitHubError as exc:
+        raise pull_requests.PullRequestError(f"cannot read pull request #{number} from GitHub: {exc}") from exc

@@ -1,0 +1,204 @@
+"""The pull-request flow: A/B of the head against its merge-base, then one verdict on GitHub.
+
+``start`` fetches the repository, finds the merge-base of the head with the target branch,
+creates the ``Run`` (trigger ``pull_request``) and the ``Comparison`` that decides it, shows
+"queued" on the head and sends the interleaved A/B to the device's queue. ``finish`` runs
+after the comparison is ingested: it closes the run and publishes the verdict and the comment.
+A newer head of the same pull request supersedes older ones; closing the pull request cancels.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass
+
+from celery import chain
+from sqlmodel import Session, col, select
+
+from service.core.config import get_settings
+from service.core.db import session_scope
+from service.core.models import Commit, Comparison, Repository, Run, utcnow
+from service.flows.measure import upsert_commit
+from service.github import reporting
+from service.github.comment import ReportContext, render_comment, summarize
+from service.records.comparisons import ab_job_for, comparison_key, comparison_report, create_comparison
+from workers import checkout
+from workers.device import probe, queue_name
+from workers.errors import CheckoutError
+
+log = logging.getLogger(__name__)
+
+ACTIVE = ("queued", "running")
+RUN_STATE_OF_COMPARISON = {"succeeded": "succeeded", "failed": "failed", "errored": "errored"}
+
+
+@dataclass(frozen=True)
+class PullRequestHead:
+    repository_id: int
+    number: int
+    head_sha: str
+    base_ref: str
+    base_sha: str
+    title: str = ""
+
+
+class PullRequestError(Exception):
+    """The pull request cannot be measured (unfetchable repository, missing commit)."""
+
+
+def device_class() -> str:
+    """Where webhook-triggered work runs: the configured class, or this machine's device."""
+    return get_settings().pr_device_class or probe().device_class
+
+
+def compare_url(comparison_id: int) -> str:
+    return f"{get_settings().public_url.rstrip('/')}/compare/{comparison_id}"
+
+
+def task_id_for_comparison(comparison_id: int) -> str:
+    return f"roofwatch-comparison-{comparison_id}"
+
+
+def start(head: PullRequestHead) -> int | None:
+    """Create and submit the A/B for this head; the run id, or None when one is already under way."""
+    from service.tasks import finish_pull_request, ingest_ab
+    from workers.tasks import run_ab_task
+
+    settings = get_settings()
+    with session_scope() as session:
+        repository = session.get(Repository, head.repository_id)
+        assert repository is not None
+    try:
+        mirror = checkout.ensure_mirror(settings.mirrors_dir, repository.clone_url)
+        if not checkout.has_commit(mirror, head.head_sha):
+            raise PullRequestError(f"head commit {head.head_sha[:12]} is not in {repository.full_name}")
+        merge_base = checkout.merge_base(mirror, head.base_sha, head.head_sha)
+        infos = [checkout.commit_info(mirror, sha) for sha in (merge_base, head.head_sha)]
+    except (CheckoutError, PullRequestError) as exc:
+        _could_not_measure(repository.id, head, str(exc))  # type: ignore[arg-type]
+        raise PullRequestError(str(exc)) from exc
+
+    device = device_class()
+    with session_scope() as session:
+        repository = session.get(Repository, head.repository_id)
+        assert repository is not None
+        base, head_commit = (upsert_commit(session, repository, info) for info in infos)
+        report_ids = _supersede(session, repository, head)
+        if _active_run(session, repository, head) is not None:
+            log.info("%s#%s: %s already queued or running", repository.full_name, head.number, head.head_sha[:12])
+            reporting.send(report_ids)
+            return None
+        prefix = f"{repository.full_name}#{head.number}@{head.head_sha}:pull_request:"
+        attempt = len(session.exec(select(Run.id).where(col(Run.idempotency_key).startswith(prefix))).all())
+        run = Run(repository_id=repository.id, commit_id=head_commit.id, trigger="pull_request",  # type: ignore[arg-type]
+                  pr_number=head.number, base_sha=merge_base, idempotency_key=f"{prefix}{attempt}")
+        session.add(run)
+        session.flush()
+        key = comparison_key(repository, merge_base, head.head_sha, device, f"pull_request#{head.number}", attempt)
+        comparison = create_comparison(session, repository, base, head_commit, key, purpose="pull_request",
+                                       run_id=run.id)
+        comparison.details = {"pull_request": {"number": head.number, "base_ref": head.base_ref,
+                                               "title": head.title},
+                              "task_id": task_id_for_comparison(comparison.id)}  # type: ignore[arg-type]
+        session.add(comparison)
+        job = ab_job_for(comparison, repository, base, head_commit, str(settings.data_dir), settings.suite_timeout,
+                         settings.output_limit, settings.ab_max_rounds, settings.ab_min_rounds)
+        report_ids += reporting.show_phase(
+            session, repository, head.head_sha, "queued",
+            f"queued: A/B against merge-base {merge_base[:7]} with {head.base_ref} on {device}",
+            compare_url(comparison.id))  # type: ignore[arg-type]
+        run_id = run.id
+    reporting.send(report_ids)
+    log.info("%s#%s: run %s compares %s with merge-base %s on %s", repository.full_name, head.number, run_id,
+             head.head_sha[:12], merge_base[:12], device)
+    chain(run_ab_task.s(asdict(job)).set(queue=queue_name(device), task_id=task_id_for_comparison(job.comparison_id)),
+          ingest_ab.s(), finish_pull_request.s()).apply_async()
+    return run_id
+
+
+def finish(comparison_id: int) -> None:
+    """Close the run a comparison decides and publish its verdict and the PR comment."""
+    with session_scope() as session:
+        comparison = session.get(Comparison, comparison_id)
+        if comparison is None or comparison.run_id is None:
+            return
+        run = session.get(Run, comparison.run_id)
+        repository = session.get(Repository, comparison.repository_id)
+        assert run is not None and repository is not None
+        if run.state == "cancelled":
+            log.info("run %s was cancelled; its verdict is not posted", run.id)
+            return
+        run.state = RUN_STATE_OF_COMPARISON.get(comparison.state, "errored")
+        run.error, run.device_id = comparison.error, comparison.device_id
+        run.started_at = run.started_at or comparison.created_at
+        run.finished_at = utcnow()
+        session.add(run)
+        head = session.get(Commit, run.commit_id)
+        assert head is not None
+        report = comparison_report(session, comparison_id)
+        summary = summarize(report)
+        pr = comparison.details.get("pull_request", {})
+        context = ReportContext(repository=repository.full_name, pr_number=run.pr_number or 0,
+                                base_ref=pr.get("base_ref", repository.default_branch),
+                                dashboard_url=compare_url(comparison_id))
+        body = render_comment(report, context)
+        report_ids = reporting.show_summary(session, repository, head.sha, summary, context.dashboard_url, body)
+        report_ids += reporting.show_comment(session, repository, context.pr_number, body)
+    reporting.send(report_ids)
+
+
+def cancel(repository_id: int, number: int, reason: str) -> list[int]:
+    """Cancel every queued or running run of a pull request; the cancelled run ids."""
+    with session_scope() as session:
+        repository = session.get(Repository, repository_id)
+        assert repository is not None
+        runs = session.exec(select(Run).where(Run.repository_id == repository_id, Run.pr_number == number,
+                                              Run.trigger == "pull_request", col(Run.state).in_(ACTIVE))).all()
+        report_ids = [rid for run in runs for rid in _cancel_run(session, repository, run, reason)]
+        cancelled = [run.id for run in runs]
+    reporting.send(report_ids)
+    return [r for r in cancelled if r is not None]
+
+
+def _supersede(session: Session, repository: Repository, head: PullRequestHead) -> list[int]:
+    older = session.exec(select(Run, Commit).where(
+        Run.repository_id == repository.id, Run.pr_number == head.number, Run.trigger == "pull_request",
+        col(Run.state).in_(ACTIVE), Run.commit_id == Commit.id, Commit.sha != head.head_sha)).all()
+    return [rid for run, _ in older
+            for rid in _cancel_run(session, repository, run, f"superseded by {head.head_sha[:7]}")]
+
+
+def _active_run(session: Session, repository: Repository, head: PullRequestHead) -> Run | None:
+    return session.exec(select(Run).where(
+        Run.repository_id == repository.id, Run.pr_number == head.number, Run.trigger == "pull_request",
+        col(Run.state).in_(ACTIVE), Run.commit_id == Commit.id, Commit.sha == head.head_sha)).first()
+
+
+def _cancel_run(session: Session, repository: Repository, run: Run, reason: str) -> list[int]:
+    from workers.celery_app import app
+
+    run.state, run.error, run.finished_at = "cancelled", reason, utcnow()
+    session.add(run)
+    for comparison in session.exec(select(Comparison).where(Comparison.run_id == run.id)).all():
+        if comparison.finished_at is None:
+            comparison.state, comparison.error = "cancelled", reason
+            session.add(comparison)
+            if not get_settings().embedded:
+                # Queued: never starts. Running: the worker stops it; its envelope is then ignored.
+                app.control.revoke(task_id_for_comparison(comparison.id), terminate=True)  # type: ignore[arg-type]
+    commit = session.get(Commit, run.commit_id)
+    assert commit is not None
+    return reporting.show_phase(session, repository, commit.sha, "cancelled", f"cancelled: {reason}",
+                                f"{get_settings().public_url.rstrip('/')}/runs/{run.id}")
+
+
+def _could_not_measure(repository_id: int, head: PullRequestHead, reason: str) -> None:
+    from service.github.comment import Summary
+
+    with session_scope() as session:
+        repository = session.get(Repository, repository_id)
+        assert repository is not None
+        ids = reporting.show_summary(session, repository, head.head_sha,
+                                     Summary("failure", f"could not measure: {reason}"),
+                                     f"{get_settings().public_url.rstrip('/')}/")
+    reporting.send(ids)

@@ -1,0 +1,1 @@
+"""The database in and out: ingest, runs, series, comparisons, changes. No Celery, git or GitHub."""

@@ -1,0 +1,72 @@
+"""Find the repository a user means: a registered name, a local path or a clone URL."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+from sqlmodel import Session, select
+
+from service.core.models import Repository
+from service.github.trust import POLICIES
+from workers.checkout import ensure_mirror, is_local_path
+from workers.errors import UnknownRepository
+
+URL_NAME = re.compile(r"[:/](?P<owner>[\w.-]+)/(?P<name>[\w.-]+?)(?:\.git)?/?$")
+
+
+def register(session: Session, full_name: str, clone_url: str, default_branch: str = "main",
+             trust_policy: str = "maintainers-only") -> Repository:
+    if not re.fullmatch(r"[\w.-]+/[\w.-]+", full_name):
+        raise UnknownRepository(f"repository names look like OWNER/NAME, got {full_name!r}")
+    if trust_policy not in POLICIES:
+        raise UnknownRepository(f"trust policy is one of {', '.join(POLICIES)}, got {trust_policy!r}")
+    repository = session.exec(select(Repository).where(Repository.full_name == full_name)).first()
+    if repository is None:
+        repository = Repository(full_name=full_name, clone_url=clone_url, default_branch=default_branch,
+                                trust_policy=trust_policy)
+    else:
+        repository.clone_url, repository.default_branch = clone_url, default_branch
+        repository.trust_policy = trust_policy
+    session.add(repository)
+    session.flush()
+    return repository
+
+
+def resolve_repository(session: Session, spec: str) -> Repository:
+    """A registered ``OWNER/NAME``, or a path / URL registered on first use."""
+    by_name = session.exec(select(Repository).where(Repository.full_name == spec)).first()
+    if by_name is not None:
+        return by_name
+    if is_local_path(spec):
+        path = Path(spec).resolve()
+        clone_url = str(path)
+        by_url = session.exec(select(Repository).where(Repository.clone_url == clone_url)).first()
+        if by_url is not None:
+            return by_url
+        name = f"local/{path.name}"
+        if session.exec(select(Repository).where(Repository.full_name == name)).first():
+            name = f"local/{path.name}-{hashlib.sha256(clone_url.encode()).hexdigest()[:6]}"
+        return register(session, name, clone_url, default_branch="HEAD")
+    if "://" in spec or spec.startswith("git@"):
+        by_url = session.exec(select(Repository).where(Repository.clone_url == spec)).first()
+        if by_url is not None:
+            return by_url
+        match = URL_NAME.search(spec)
+        if not match:
+            raise UnknownRepository(f"cannot tell OWNER/NAME from the URL {spec!r}")
+        return register(session, f"{match['owner']}/{match['name']}", spec)
+    raise UnknownRepository(
+        f"{spec!r} is not a registered repository, an existing path or a clone URL "
+        "(register it with `roofwatch repo add OWNER/NAME --clone-url URL`)"
+    )
+
+
+def mirror_and_source(repository: Repository, mirrors_dir: Path) -> tuple[Path, Path]:
+    """The fetched mirror, and where the user's revision names mean what they see.
+
+    For a local checkout that is the checkout itself (``HEAD~3``, its branches); otherwise the mirror.
+    """
+    mirror = ensure_mirror(mirrors_dir, repository.clone_url)
+    return mirror, Path(repository.clone_url) if is_local_path(repository.clone_url) else mirror

@@ -1,0 +1,26 @@
+"""Triage: people say what a change is. Every transition is kept in the change's history."""
+
+from __future__ import annotations
+
+from sqlmodel import Session
+
+from service.core.models import TRIAGE_STATES, Change, utcnow
+
+
+class TriageError(ValueError):
+    """Unknown change or state."""
+
+
+def set_state(session: Session, change_id: int, state: str, note: str = "", actor: str = "") -> Change:
+    if state not in TRIAGE_STATES:
+        raise TriageError(f"unknown state {state!r}; one of {', '.join(TRIAGE_STATES)}")
+    change = session.get(Change, change_id)
+    if change is None:
+        raise TriageError(f"no change {change_id}")
+    history = list(change.details.get("triage", []))
+    history.append({"from": change.state, "to": state, "note": note, "by": actor, "at": utcnow().isoformat()})
+    change.state = state
+    change.details = {**change.details, "triage": history}
+    session.add(change)
+    session.flush()
+    return change

@@ -1,0 +1,58 @@
+"""What a worker is told by its host: broker, data dir, suite limits. Nothing of the service.
+
+A GPU worker runs untrusted code next to the GPU, so it must be able to start with none of
+the service's credentials (API token, webhook secret, database URL, GitHub keys). Its settings
+are therefore their own class, read from the same ``ROOFWATCH_*`` variables; the service's
+``Settings`` extends this class with everything only the service needs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_DATA_DIR = Path.home() / ".local" / "share" / "roofwatch"
+
+
+class WorkerSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ROOFWATCH_", env_file=".env", extra="ignore")
+
+    data_dir: Path = DEFAULT_DATA_DIR
+    broker_url: str | None = None
+    # Default wall-time limit for one suite, seconds; a suite's own `timeout` wins.
+    suite_timeout: float = 1800.0
+    # Captured stdout+stderr kept per suite, bytes; the rest is dropped, not buffered.
+    output_limit: int = 1_000_000
+    # Log lines as readable text or as one JSON object per line (for a log shipper).
+    log_format: Literal["text", "json"] = "text"
+    # A worker running as root starts suites as this unprivileged user (the image creates `suite`).
+    suite_user: str | None = None
+    # Address-space limit for a suite, bytes (RLIMIT_AS). Off by default: CUDA reserves far more
+    # virtual memory than it uses, so on GPU hosts a container memory limit is the right tool.
+    suite_memory_limit: int | None = None
+    # Hour (UTC) of the nightly full run of every default branch, started by `roofwatch beat`.
+    nightly_hour: int = 2
+
+    @property
+    def embedded(self) -> bool:
+        """True when no broker is configured: tasks execute in this process."""
+        return not self.broker_url
+
+    @property
+    def mirrors_dir(self) -> Path:
+        return self.data_dir / "mirrors"
+
+    @property
+    def worktrees_dir(self) -> Path:
+        return self.data_dir / "worktrees"
+
+    @property
+    def artifacts_dir(self) -> Path:
+        return self.data_dir / "artifacts"
+
+
+def get_worker_settings() -> WorkerSettings:
+    """Read afresh on every call: cheap, and a worker that dropped its secrets sees it at once."""
+    return WorkerSettings()
