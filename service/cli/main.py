@@ -8,9 +8,9 @@ import sys
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from service.cli.consoles import make_console
 from service.core.config import get_settings
 
 app = typer.Typer(help="Performance-regression CI for GPU kernels.", no_args_is_help=True,
@@ -21,8 +21,8 @@ demo_app = typer.Typer(help="The demo kernel repository with planted changes.", 
 app.add_typer(repo_app, name="repo")
 app.add_typer(db_app, name="db")
 app.add_typer(demo_app, name="demo")
-console = Console()
-err = Console(stderr=True)
+console = make_console()
+err = make_console(stderr=True)
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -92,14 +92,17 @@ def run(
     force: Annotated[bool, typer.Option("--force", help="measure again commits already measured on this device")] = False,
     wait: Annotated[bool, typer.Option("--wait/--no-wait", help="with a broker: wait for the runs")] = True,
     device_class: Annotated[str | None, typer.Option("--device-class", help="with a broker: the device queue to use")] = None,
+    format_: Annotated[str, typer.Option("--format", help="table | json (progress then goes to stderr)")] = "table",
 ) -> None:
     """Check out and run the suites on each commit, store, analyse, print a summary."""
-    from service.cli.run import RunRequest, execute
+    from service.cli.run import RunRequest, execute, write_json
 
+    if format_ not in ("table", "json"):
+        _fail(f"--format must be table or json, not {format_!r}")
     _prepare_database()
     request = RunRequest(repo=repo, revs=rev or [], range_spec=range_, last=last, force=force,
                          wait=wait, device_class=device_class)
-    code = execute(request, console)
+    code = execute(request, err, report=write_json) if format_ == "json" else execute(request, console)
     raise typer.Exit(code)
 
 
