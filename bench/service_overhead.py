@@ -72,10 +72,10 @@ from sqlmodel import Session, select
 from bench.dashboard.workload import DTYPES, ELEMENT_BYTES, FLEET, IMPLS, OPS, Spec, noise_sigma, typical_seconds
 from service.core.db import make_engine, migrate, session_scope
 from service.core.models import TERMINAL_STATES, Commit, Repository, Run
-from service.flows.measure import create_run, upsert_commit
 from service.github.signature import sign
 from service.records.ingest import ingest_envelope, parse_envelope
 from service.records.repositories import register
+from service.records.runs import create_run, upsert_commit
 from workers import checkout, runner, sandbox
 from workers.device import fingerprint, probe, queue_name
 from workers.envelope import DeviceInfo, Envelope, MeasurementRecord, SuiteResult

@@ -97,8 +97,8 @@ def commit_axis(series: Sequence[Series]) -> list[dict[str, Any]]:
     for s in series:
         for p in s.points:
             commits.setdefault(p["commit_id"], p)
-    # Dateless commits first, as the queries order them.
-    return sorted(commits.values(), key=lambda p: (p["committed_at"] is not None, p["committed_at"] or 0,
+    # Branch order, as the queries give it; unplaced commits first.
+    return sorted(commits.values(), key=lambda p: (p.get("position") is not None, p.get("position") or 0,
                                                    p["commit_id"]))
 
 

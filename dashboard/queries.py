@@ -19,6 +19,7 @@ from sqlmodel import Session, col, select
 
 from dashboard.filters import Filters
 from service.core.models import Benchmark, Change, Commit, Measurement, Repository, Run
+from service.records.changes import shown
 
 OPEN_STATES = ("new", "acknowledged")
 # Runs that measure the default branch's history. Pull-request runs measure heads that may never
@@ -30,12 +31,14 @@ RECENT_RUNS_PER_POINT = 4
 
 
 def _newest_first() -> tuple[ColumnElement[Any], ...]:
-    # Dateless commits sort as the oldest on both databases (their NULL ordering differs).
-    return (col(Commit.committed_at).is_(None), col(Commit.committed_at).desc(), col(Run.id).desc())
+    # Branch order (first-parent position), never committer dates: "Rebase and merge" gives many
+    # commits one date and rebases send dates backwards. Unplaced commits sort as the oldest on
+    # both databases (their NULL ordering differs).
+    return (col(Commit.position).is_(None), col(Commit.position).desc(), col(Run.id).desc())
 
 
 def _oldest_first() -> tuple[ColumnElement[Any], ...]:
-    return (col(Commit.committed_at).is_not(None), col(Commit.committed_at).asc(), col(Run.id).asc())
+    return (col(Commit.position).is_not(None), col(Commit.position).asc(), col(Run.id).asc())
 
 
 def _trend_columns() -> tuple[Any, ...]:
@@ -49,7 +52,7 @@ def _point_columns() -> tuple[Any, ...]:
         col(Measurement.benchmark_id).label("benchmark_id"), col(Run.id).label("run_id"),
         col(Commit.id).label("commit_id"), col(Commit.sha).label("sha"), col(Commit.message).label("message"),
         col(Commit.author).label("author"), col(Commit.committed_at).label("committed_at"),
-        col(Measurement.median).label("median"), col(Measurement.iqr).label("iqr"), col(Measurement.n).label("n"),
+        col(Commit.position).label("position"), col(Measurement.median).label("median"), col(Measurement.iqr).label("iqr"), col(Measurement.n).label("n"),
         col(Measurement.roofline_fraction).label("roofline_fraction"),
     )
 
@@ -189,7 +192,7 @@ def _open_changes_query(filters: Filters) -> Any:
              .join(Repository, col(Change.repository_id) == col(Repository.id))
              .outerjoin(Benchmark, col(Change.benchmark_id) == col(Benchmark.id))
              .outerjoin(Commit, col(Change.first_bad_commit_id) == col(Commit.id))
-             .where(col(Change.state).in_(OPEN_STATES)))
+             .where(col(Change.state).in_(OPEN_STATES), shown()))
     if filters.repo:
         # By the change's repository: a correctness change has no benchmark to filter on.
         query = query.where(col(Repository.full_name) == filters.repo)
@@ -218,9 +221,9 @@ def repository_heads(session: Session, filters: Filters) -> list[dict[str, Any]]
     if filters.repo:
         repositories = repositories.where(Repository.full_name == filters.repo)
     heads = {row["repository_id"]: row for row in _head_runs(session)}
-    open_by_repo = _counts(session, col(Change.repository_id), col(Change.state).in_(OPEN_STATES))
+    open_by_repo = _counts(session, col(Change.repository_id), col(Change.state).in_(OPEN_STATES), shown())
     head_commits = [h["commit_id"] for h in heads.values()]
-    open_by_commit = _counts(session, col(Change.first_bad_commit_id), col(Change.state).in_(OPEN_STATES),
+    open_by_commit = _counts(session, col(Change.first_bad_commit_id), col(Change.state).in_(OPEN_STATES), shown(),
                              col(Change.first_bad_commit_id).in_(head_commits))
     rows = []
     for repository in session.exec(repositories).all():

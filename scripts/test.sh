@@ -22,4 +22,12 @@ if ! command -v chromium >/dev/null 2>&1; then
     fi
 fi
 
+# Suites run in bubblewrap; the hostile-repository tests need it (and fail loudly without it).
+if ! command -v bwrap >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq bubblewrap >/dev/null
+fi
+
 exec .venv/bin/python -m pytest "$@"

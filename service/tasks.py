@@ -17,15 +17,11 @@ from sqlmodel import Session, select
 from service.core.config import get_settings
 from service.core.db import session_scope
 from service.core.models import TERMINAL_STATES, Commit, Comparison, Repository, Run, WebhookDelivery, utcnow
-from service.flows import confirmation as confirm
 from service.flows import github_events as events
-from service.flows import narrowing as bisect
-from service.flows import nightly
+from service.flows import main_branch, nightly
 from service.flows import pull_request as pull_requests
 from service.flows import push as pushes
-from service.flows.detection import analyze_run
-from service.flows.main_branch import dispatch
-from service.flows.measure import RUN_TASK_PREFIX
+from service.flows.dispatch import RUN_TASK_PREFIX
 from service.github import outbox, reporting
 from service.records.comparisons import ingest_ab as ingest_ab_envelope
 from service.records.comparisons import parse_ab_envelope
@@ -78,14 +74,7 @@ def ingest(envelope: dict[str, Any]) -> int:
 @app.task(name="roofwatch.analyze", **RETRY)
 def analyze(run_id: int) -> dict[str, Any]:
     """Analyse a run, then start what it asks for (confirmations, bisection) once committed."""
-    with session_scope() as session:
-        summary = analyze_run(session, run_id)
-    log.info("run %s: %d change(s), %d fixed, %d follow-up(s)", run_id, len(summary.changes),
-             len(summary.fixed), len(summary.followups))
-    dispatch(summary.followups)
-    result = asdict(summary)
-    result["followups"] = [repr(f) for f in summary.followups]
-    return result
+    return asdict(main_branch.after_run(run_id))
 
 
 @app.task(name="roofwatch.ingest_ab", **RETRY)
@@ -101,13 +90,7 @@ def ingest_ab(envelope: dict[str, Any]) -> int:
 @app.task(name="roofwatch.confirm_changes", **RETRY)
 def confirm_changes(comparison_id: int) -> list[int]:
     """Store what a confirmation A/B confirmed, then continue any bisection it opened."""
-    with session_scope() as session:
-        created = confirm.apply(session, comparison_id)
-        comparison = session.get(Comparison, comparison_id)
-        steps = bisect.next_steps(session, comparison.repository_id) if comparison else []
-    log.info("comparison %s: %d change(s) confirmed", comparison_id, len(created))
-    dispatch(list(steps))
-    return created
+    return main_branch.after_confirmation(comparison_id)
 
 
 @app.task(name="roofwatch.finish_pull_request", **RETRY)

@@ -19,9 +19,9 @@ from typer.testing import CliRunner
 
 from service.core.db import downgrade, migrate, session_scope
 from service.core.models import Commit, Device, Measurement, Repository, Run
-from service.flows.measure import create_run
 from service.records.ingest import ingest_envelope, parse_envelope, upsert_device
 from service.records.roofline import peaks_for
+from service.records.runs import create_run
 from suites.roofline import datasheet_peaks
 from suites.timing import StoppingRule, WarmUp
 from workers import calibrate as calibration_module

@@ -10,6 +10,7 @@ volumes are declared, each GPU worker reserves its own GPU, and suites run as ``
 
 from __future__ import annotations
 
+import hashlib
 import copy
 import json
 import os
@@ -89,8 +90,10 @@ def dotenv(path: Path) -> dict[str, str]:
 
 
 def operator_env() -> dict[str, str]:
-    """``.env.example`` as an operator fills it: every empty secret set."""
-    return {name: value or f"{name.lower()}-value" for name, value in dotenv(ENV_EXAMPLE).items()}
+    """``.env.example`` as an operator fills it: every empty secret set (tokens as it says: 64 hex digits)."""
+    def filled(name: str) -> str:
+        return hashlib.sha256(name.encode()).hexdigest() if name.endswith(("_TOKEN", "_SECRET")) else f"{name.lower()}-value"
+    return {name: value or filled(name) for name, value in dotenv(ENV_EXAMPLE).items()}
 
 
 def interpolate(value: Any, env: dict[str, str]) -> Any:

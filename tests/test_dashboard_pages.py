@@ -105,9 +105,9 @@ def seed_synthetic(url: str) -> None:
         session.flush()
         session.add(_measure(pr, ours, 9e-4))
         session.add_all([
-            Change(repository_id=repository.id, benchmark_id=ours.id, suite="benchmarks", kind="perf-regression",
+            Change(phase="confirmed", repository_id=repository.id, benchmark_id=ours.id, suite="benchmarks", kind="perf-regression",
                    first_bad_commit_id=commits[REGRESSION_AT].id, change_pct=20.0, ci_low=18.0, ci_high=22.0),
-            Change(repository_id=repository.id, benchmark_id=ours.id, suite="benchmarks", kind="perf-improvement",
+            Change(phase="confirmed", repository_id=repository.id, benchmark_id=ours.id, suite="benchmarks", kind="perf-improvement",
                    first_bad_commit_id=commits[IMPROVEMENT_AT].id, change_pct=-5.0, state="expected"),
         ])
         session.commit()

@@ -121,16 +121,16 @@ def _changes(session: Session, repo: Repository, softmax: Benchmark, matmul: Ben
     history = [{"from": "new", "to": "acknowledged", "note": "looking </script> into it", "by": "api-token",
                 "at": "2026-01-02T10:00:00+00:00"}]
     rows = {
-        "regression": Change(repository_id=repo.id, benchmark_id=softmax.id, suite="benchmarks", kind="perf-regression",
+        "regression": Change(phase="confirmed", repository_id=repo.id, benchmark_id=softmax.id, suite="benchmarks", kind="perf-regression",
                              first_bad_commit_id=runs[3].commit_id, change_pct=30.0, ci_low=25.0, ci_high=35.0,
                              p_value=0.001, detected_run_id=runs[3].id),
-        "improvement": Change(repository_id=repo.id, benchmark_id=matmul.id, suite="benchmarks",
+        "improvement": Change(phase="confirmed", repository_id=repo.id, benchmark_id=matmul.id, suite="benchmarks",
                               kind="perf-improvement", first_bad_commit_id=runs[4].commit_id, change_pct=-20.0,
                               ci_low=-24.0, ci_high=-16.0, p_value=0.01, state="acknowledged",
                               details={"triage": history}, detected_run_id=runs[4].id),
-        "failure": Change(repository_id=repo.id, suite="correctness", test_id="test_softmax_rows", state="fixed",
+        "failure": Change(phase="confirmed", repository_id=repo.id, suite="correctness", test_id="test_softmax_rows", state="fixed",
                           kind="correctness-failure", range_start_sha="a" * 40, range_end_sha="b" * 40),
-        "drift": Change(repository_id=repo.id, suite="correctness", test_id="test_bf16_drift", state="expected",
+        "drift": Change(phase="confirmed", repository_id=repo.id, suite="correctness", test_id="test_bf16_drift", state="expected",
                         kind="numerics-drift"),
     }
     return {name: _add(session, row).id for name, row in rows.items()}

@@ -64,7 +64,8 @@ def test_a_worker_announces_its_device_before_any_run(roofwatch_env: Path) -> No
 def test_a_lost_measuring_task_errors_its_run_instead_of_leaving_it_running(
         roofwatch_env: Path, sample_history: tuple[Path, dict[str, str]]) -> None:
     from service.core.db import migrate
-    from service.flows.measure import create_run, task_id_for_run, upsert_commit
+    from service.flows.dispatch import task_id_for_run
+    from service.records.runs import create_run, upsert_commit
     from service.tasks import measuring_lost
     from workers import checkout
 

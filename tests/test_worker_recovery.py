@@ -264,7 +264,7 @@ def test_revoked_run_stops_its_suite_and_stays_revoked_across_a_restart(cluster:
     """What superseding a pull request's older head relies on: revoke(terminate=True)."""
     from celery import Celery
 
-    from service.flows.measure import task_id_for_run
+    from service.flows.dispatch import task_id_for_run
 
     repo = tmp_path / "repo"
     suite_repo(repo, {"correctness": SLOW_SUITE}, {"checks/test_slow.py": slow_check(cluster.markers, 60)})

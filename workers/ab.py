@@ -49,6 +49,7 @@ class ABJob:
     max_rounds: int = 10
     suite_timeout_s: float = 1800.0
     output_limit: int = 1_000_000
+    suite_network: bool = False  # the repository's operator switch, as on Job
     run_id: int | None = None  # the pull-request run this comparison decides, marked started with it
 
 

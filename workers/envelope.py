@@ -82,6 +82,8 @@ class CommitRecord(BaseModel):
     author: str = ""
     message: str = ""
     committed_at: datetime | None = None
+    # First-parent position: the number of commits on its first-parent chain, itself included.
+    position: int | None = None
 
 
 class Envelope(BaseModel):

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from workers import checkout, sandbox
+from workers import bubblewrap, checkout, sandbox
 from workers.device import probe
 from workers.envelope import CommitRecord, DeviceInfo, Envelope, SuiteResult
 from workers.errors import CheckoutError, ResultFileError, SuiteConfigError
@@ -46,10 +46,13 @@ class Job:
     data_dir: str
     suite_timeout_s: float = 1800.0
     output_limit: int = 1_000_000
+    # The repository's own switch (set by its operator, never by its pyproject): suites reach
+    # the network. Setup always may (it installs things).
+    suite_network: bool = False
 
 
 class SuiteLimits(Protocol):
-    """What running a suite needs from a job: whose setup cache, and how long and loud it may be."""
+    """What running a suite needs from a job: whose setup cache, how long and loud, which network."""
 
     @property
     def repository(self) -> str: ...
@@ -57,6 +60,8 @@ class SuiteLimits(Protocol):
     def suite_timeout_s(self) -> float: ...
     @property
     def output_limit(self) -> int: ...
+    @property
+    def suite_network(self) -> bool: ...
 
 
 Progress = Callable[[str, str], None]  # (suite name, event: "start" | status)
@@ -108,33 +113,47 @@ def run_job(job: Job, device: DeviceInfo | None = None, progress: Progress | Non
 
 
 def _run_setup(spec: SuiteSpec, tree: Path, data_dir: Path, job: SuiteLimits) -> str | None:
-    """Run the suite's setup once per distinct set of inputs; the error text, or None."""
+    """Run the suite's setup once per distinct set of inputs; the error text, or None.
+
+    Setup is the one step that may write to the repository's cache (``ROOFWATCH_SETUP_CACHE``),
+    and may reach the network; the suites then read the cache but cannot change it.
+    """
     if not spec.setup:
         return None
     digest = hashlib.sha256(spec.setup.encode())
     for name in spec.setup_inputs:
         path = tree / name
         digest.update(path.read_bytes() if path.is_file() else b"<missing>")
-    marker = data_dir / "setup-cache" / f"{job.repository.replace('/', '_')}-{digest.hexdigest()[:16]}"
+    cache = setup_cache(data_dir, job.repository)
+    marker = cache.parent / f"{cache.name}.{digest.hexdigest()[:16]}.done"
     if marker.exists():
         return None
-    confinement = suite_confinement()
     with tempfile.TemporaryDirectory(prefix="roofwatch-setup-") as scratch:
-        env = _suite_env(spec, tree, data_dir, job, Path(scratch), confinement)
+        confinement = suite_confinement(tree, Path(scratch), cache, setup=True, network=True)
+        env = _suite_env(spec, tree, cache, Path(scratch), confinement)
         done = sandbox.run(["/bin/sh", "-c", spec.setup], tree, env, spec.timeout or job.suite_timeout_s,
                            job.output_limit, confinement)
     if done.timed_out or done.exit_code != 0:
         return f"setup `{spec.setup}` failed (exit {done.exit_code}):\n{done.output[-2000:]}"
-    marker.parent.mkdir(parents=True, exist_ok=True)
     marker.touch()
     return None
+
+
+def setup_cache(data_dir: Path, repository: str) -> Path:
+    """The repository's own setup cache; the name hashes the full name, so no two repositories share it."""
+    digest = hashlib.sha256(repository.encode()).hexdigest()[:16]
+    stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in repository)[:60]
+    path = data_dir / "setup-caches" / f"{stem}-{digest}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def run_suite(spec: SuiteSpec, tree: Path, data_dir: Path, job: SuiteLimits,
               progress: Progress | None = None) -> SuiteResult:
     if progress:
         progress(spec.name, "start")
-    setup_error = _run_setup(spec, tree, data_dir, job)
+    refusal = sandbox_refusal()
+    setup_error = refusal or _run_setup(spec, tree, data_dir, job)
     if setup_error:
         result = SuiteResult(name=spec.name, kind=spec.kind, status="errored", reason=setup_error)
     else:
@@ -145,25 +164,56 @@ def run_suite(spec: SuiteSpec, tree: Path, data_dir: Path, job: SuiteLimits,
     return result
 
 
-def suite_confinement() -> sandbox.Confinement:
-    """This host's rules for suites (the worker's settings, not the submitter's)."""
+def sandbox_refusal() -> str | None:
+    """Why untrusted code cannot run on this host now, or None when the sandbox works."""
     settings = get_worker_settings()
-    return sandbox.Confinement(user=settings.suite_user, memory_limit=settings.suite_memory_limit)
+    if settings.sandbox == "unconfined":
+        return None
+    try:
+        bubblewrap.check(settings.bwrap_path)
+    except bubblewrap.SandboxUnavailable as exc:
+        return (f"refusing to run untrusted code without a sandbox: {exc}. ROOFWATCH_SANDBOX=unconfined "
+                "turns the sandbox off, for a single trusted user running their own code only")
+    return None
 
 
-def _suite_env(spec: SuiteSpec, tree: Path, data_dir: Path, job: SuiteLimits, scratch: Path,
-               confinement: sandbox.Confinement) -> dict[str, str]:
-    """The scrubbed environment, with a home of the repository's own and a private temp dir.
+def suite_confinement(tree: Path, scratch: Path, cache: Path, setup: bool, network: bool) -> sandbox.Confinement:
+    """This host's rules for one suite or setup (the worker's settings, not the submitter's).
 
-    The home is per repository (not the worker's: no ~/.ssh, no ~/.config credentials) and
-    kept between runs, so compiler caches (Triton, Inductor) stay warm.
+    The worktree and the scratch folder (result file) are writable; HOME and TMPDIR are empty
+    in-memory folders of this run alone; the repository's setup cache is writable for setup,
+    read-only for suites.
     """
-    home = data_dir / "homes" / job.repository.replace("/", "_")
-    tmp = scratch / "tmp"
-    home.mkdir(parents=True, exist_ok=True)
+    settings = get_worker_settings()
+    isolation = None
+    if settings.sandbox == "bubblewrap":
+        isolation = bubblewrap.Isolation(
+            writable=(tree, scratch, cache) if setup else (tree, scratch),
+            readable=() if setup else (cache,),
+            private=(scratch / "home", scratch / "tmp"),
+            network=network, private_size=settings.suite_private_size,
+        )
+    return sandbox.Confinement(
+        user=settings.suite_user, memory_limit=settings.suite_memory_limit,
+        cpu_seconds=settings.suite_cpu_seconds, file_size_limit=settings.suite_file_size_limit,
+        max_processes=settings.suite_max_processes, isolation=isolation, bwrap=settings.bwrap_path,
+    )
+
+
+def _suite_env(spec: SuiteSpec, tree: Path, cache: Path, scratch: Path,
+               confinement: sandbox.Confinement) -> dict[str, str]:
+    """The scrubbed environment, with a HOME and a temp dir of this run alone.
+
+    Nothing a suite writes outside the worktree survives it, so no run can leave a
+    ``usercustomize.py`` or a poisoned cache behind for the next; what setup installs under
+    ``$ROOFWATCH_SETUP_CACHE/python`` is importable.
+    """
+    home, tmp = scratch / "home", scratch / "tmp"
+    home.mkdir(exist_ok=True)
     tmp.mkdir(exist_ok=True)
-    sandbox.hand_over([tree, scratch, home], confinement)
-    return sandbox.scrubbed_env({"HOME": str(home), "TMPDIR": str(tmp), **spec.env}, pythonpath=tree)
+    sandbox.hand_over([tree, scratch, cache], confinement)
+    env = {"HOME": str(home), "TMPDIR": str(tmp), "ROOFWATCH_SETUP_CACHE": str(cache), **spec.env}
+    return sandbox.scrubbed_env(env, pythonpath=tree, extra_path=cache / "python")
 
 
 def _execute(spec: SuiteSpec, tree: Path, data_dir: Path, scratch: Path, job: SuiteLimits) -> SuiteResult:
@@ -171,8 +221,9 @@ def _execute(spec: SuiteSpec, tree: Path, data_dir: Path, scratch: Path, job: Su
     flag = "--junitxml" if spec.kind == "correctness" else "--benchmark-json"
     argv = [*spec.argv(), f"{flag}={result_file}"]
     timeout = spec.timeout or job.suite_timeout_s
-    confinement = suite_confinement()
-    env = _suite_env(spec, tree, data_dir, job, scratch, confinement)
+    cache = setup_cache(data_dir, job.repository)
+    confinement = suite_confinement(tree, scratch, cache, setup=False, network=job.suite_network)
+    env = _suite_env(spec, tree, cache, scratch, confinement)
     done = sandbox.run(argv, tree, env, timeout, job.output_limit, confinement)
     result = SuiteResult(name=spec.name, kind=spec.kind, status="errored", exit_code=done.exit_code,
                          duration_s=done.duration_s, output_tail=_tail(done))

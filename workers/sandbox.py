@@ -1,10 +1,12 @@
-"""Run one untrusted command: own process group, scrubbed environment, time and output caps.
+"""Run one untrusted command: in bubblewrap, scrubbed environment, resource, time and output caps.
 
-A suite is someone else's code running on our GPU host. It gets no service secrets, it
-cannot outlive its timeout (the whole process group is killed) nor the worker that started
-it (the kernel kills it when its parent dies, even by SIGKILL), it cannot fill memory with
-output (we keep the head and the tail, and count what we dropped), and where configured it
-runs as an unprivileged user under an address-space limit.
+A suite is someone else's code running on our GPU host. It gets no service secrets, it sees
+only the files its ``Isolation`` names (see ``workers.bubblewrap``), every process it starts
+ends with it (its own PID namespace), it cannot outlive its timeout (the whole process group
+is killed) nor the worker that started it (the kernel kills it when its parent dies, even by
+SIGKILL), it cannot fill memory with output (we keep the head and the tail, and count what we
+dropped), and it runs under CPU, file-size and process-count limits, as an unprivileged user
+where configured.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
+from workers import bubblewrap
+
 # Variables a suite legitimately needs; everything else (ROOFWATCH_*, GITHUB_*, cloud
 # credentials, tokens) stays behind.
 ALLOWED_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TMPDIR", "USER", "LOGNAME", "TZ",
@@ -37,20 +41,34 @@ PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 @dataclass(frozen=True)
 class Confinement:
-    """Who the command runs as and how much address space it may map; None means unchanged."""
+    """Who the command runs as, in which sandbox, under which limits; None means unchanged.
+
+    ``isolation`` None runs the command unconfined, as a plain child process: only for a
+    trusted user's own code (``ROOFWATCH_SANDBOX=unconfined``).
+    """
 
     user: str | None = None
     memory_limit: int | None = None
+    cpu_seconds: int | None = None
+    file_size_limit: int | None = None
+    max_processes: int | None = None
+    isolation: bubblewrap.Isolation | None = None
+    bwrap: str = "bwrap"
 
 
 def _in_child(confinement: Confinement) -> None:
-    """Runs in the forked child before exec: die with the parent, cap the address space."""
+    """Runs in the forked child before exec: die with the parent, set the resource limits."""
     try:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):
         pass  # not Linux: the timeout still bounds the command
-    if confinement.memory_limit:
-        resource.setrlimit(resource.RLIMIT_AS, (confinement.memory_limit, confinement.memory_limit))
+    # Limits are inherited by bwrap and everything the suite starts.
+    for limit, value in ((resource.RLIMIT_AS, confinement.memory_limit),
+                         (resource.RLIMIT_CPU, confinement.cpu_seconds),
+                         (resource.RLIMIT_FSIZE, confinement.file_size_limit),
+                         (resource.RLIMIT_NPROC, confinement.max_processes)):
+        if value:
+            resource.setrlimit(limit, (value, value))
 
 
 @dataclass(frozen=True)
@@ -62,7 +80,8 @@ class Completed:
     dropped_bytes: int
 
 
-def scrubbed_env(extra: dict[str, str] | None = None, pythonpath: Path | None = None) -> dict[str, str]:
+def scrubbed_env(extra: dict[str, str] | None = None, pythonpath: Path | None = None,
+                 extra_path: Path | None = None) -> dict[str, str]:
     env = {
         key: value
         for key, value in os.environ.items()
@@ -75,7 +94,7 @@ def scrubbed_env(extra: dict[str, str] | None = None, pythonpath: Path | None = 
     env["PYTHONUNBUFFERED"] = "1"
     if pythonpath is not None:
         # The checked-out tree must win over any installed copy of the same packages.
-        env["PYTHONPATH"] = str(pythonpath)
+        env["PYTHONPATH"] = os.pathsep.join(str(p) for p in (pythonpath, extra_path) if p is not None)
     env.update(extra or {})
     return env
 
@@ -122,6 +141,8 @@ def run(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float, outpu
     """Run ``argv`` to completion or until ``timeout_s``; never raises for the command's sake."""
     started = time.monotonic()
     buffer = _CappedBuffer(output_limit)
+    if confinement.isolation is not None:
+        argv = bubblewrap.command(argv, confinement.isolation, confinement.bwrap, cwd)
     try:
         drop = bool(confinement.user) and os.geteuid() == 0
         user = confinement.user if drop else None
@@ -156,9 +177,16 @@ def run(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float, outpu
         _kill_group(process)
         reader.join(timeout=KILL_GRACE_S)
     return Completed(
-        exit_code=process.returncode, timed_out=timed_out,
+        exit_code=_command_status(process.returncode, confinement), timed_out=timed_out,
         duration_s=time.monotonic() - started, output=buffer.text(), dropped_bytes=buffer.dropped,
     )
+
+
+def _command_status(code: int | None, confinement: Confinement) -> int | None:
+    """The command's own status: bwrap's PID 1 reports a death by signal N as 128 + N."""
+    if confinement.isolation is not None and code is not None and 128 < code < 128 + signal.NSIG:
+        return -(code - 128)
+    return code
 
 
 def _primary_group(user: str) -> int:

@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+GIB = 1024 ** 3
 DEFAULT_DATA_DIR = Path.home() / ".local" / "share" / "roofwatch"
 
 
@@ -32,6 +33,18 @@ class WorkerSettings(BaseSettings):
     # Address-space limit for a suite, bytes (RLIMIT_AS). Off by default: CUDA reserves far more
     # virtual memory than it uses, so on GPU hosts a container memory limit is the right tool.
     suite_memory_limit: int | None = None
+    # `bubblewrap` confines every suite and setup; `unconfined` runs them as plain child
+    # processes and is only for a single trusted user running their own code.
+    sandbox: Literal["bubblewrap", "unconfined"] = "bubblewrap"
+    bwrap_path: str = "bwrap"
+    # CPU seconds per process (RLIMIT_CPU); unset means the wall-clock timeout is the bound.
+    suite_cpu_seconds: int | None = None
+    # Largest file a suite may write, bytes (RLIMIT_FSIZE): a runaway writer gets EFBIG.
+    suite_file_size_limit: int = 4 * GIB
+    # Processes of the sandbox's user (RLIMIT_NPROC; a root worker without SUITE_USER is exempt).
+    suite_max_processes: int = 4096
+    # Size of each in-memory HOME and TMPDIR a suite gets, bytes.
+    suite_private_size: int = 2 * GIB
     # Hour (UTC) of the nightly full run of every default branch, started by `roofwatch beat`.
     nightly_hour: int = 2
 

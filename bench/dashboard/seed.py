@@ -134,7 +134,7 @@ def repository_rows(plan: Plan) -> Iterator[tuple[Any, ...]]:
 
 def commit_rows(plan: Plan) -> Iterator[tuple[Any, ...]]:
     for i, c in enumerate(plan.commits):
-        yield i + 1, 1, c.sha, json.dumps(c.parents), c.author, c.message, c.committed_at
+        yield i + 1, 1, c.sha, json.dumps(c.parents), c.author, c.message, c.committed_at, i + 1
 
 
 def device_rows(plan: Plan) -> Iterator[tuple[Any, ...]]:
@@ -444,7 +444,7 @@ def comparison_result_rows(plan: Plan, k: int, head: int, gpu: int, first_id: in
 TABLE_COLUMNS = {
     "repository": ("id", "full_name", "clone_url", "default_branch", "trust_policy", "installation_id",
                    "created_at"),
-    "commit": ("id", "repository_id", "sha", "parents", "author", "message", "committed_at"),
+    "commit": ("id", "repository_id", "sha", "parents", "author", "message", "committed_at", "position"),
     "device": ("id", "fingerprint", "device_class", "uuid", "driver", "cuda", "torch_version", "triton_version",
                "peak_bandwidth", "peak_flops", "peaks_source", "sm_clock_mhz", "power_limit_w", "l2_bytes",
                "hostname", "created_at"),

@@ -24,6 +24,7 @@ from dashboard.common import TEMPLATES
 from service.api.deps import SessionDep
 from service.core.config import get_settings
 from service.core.models import CHANGE_KINDS, TRIAGE_STATES, Benchmark, Change, Commit, Repository
+from service.records.changes import shown
 
 # Waiting for a person first; what people already decided after.
 OPEN_STATES = ("new", "acknowledged")
@@ -37,7 +38,7 @@ class ChangeFilters:
     repo: str
 
     def conditions(self, with_state: bool = True) -> list[ColumnElement[bool]]:
-        found: list[ColumnElement[bool]] = []
+        found: list[ColumnElement[bool]] = [shown()]
         if with_state and self.states:
             found.append(col(Change.state).in_(self.states))
         if self.kinds:

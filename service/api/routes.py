@@ -23,6 +23,7 @@ from service.core.models import (
     TriageState,
 )
 from service.records import queries
+from workers.redaction import redact
 
 router = APIRouter(prefix="/api", tags=["api"])
 
@@ -50,7 +51,8 @@ def _repository_id(session: SessionDep, repo: str | None) -> int | None:
 
 @router.get("/repositories")
 def list_repositories(session: SessionDep) -> list[Repository]:
-    return list(session.exec(select(Repository)).all())
+    # Unauthenticated: a clone URL may carry a token (https://x-access-token:...@), never shown.
+    return [row.model_copy(update={"clone_url": redact(row.clone_url)}) for row in session.exec(select(Repository))]
 
 
 @router.get("/runs", responses=NOT_FOUND)

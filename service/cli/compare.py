@@ -14,10 +14,11 @@ from sqlmodel import select
 
 from service.core.config import get_settings
 from service.core.db import session_scope
+from service.core.keys import comparison_key, comparison_key_prefix, starts_with
 from service.core.models import Comparison, Repository
-from service.flows.measure import upsert_commit
-from service.records.comparisons import ab_job_for, comparison_key, comparison_report, create_comparison
+from service.records.comparisons import ab_job_for, comparison_report, create_comparison
 from service.records.repositories import mirror_and_source, resolve_repository
+from service.records.runs import upsert_commit
 from workers import checkout
 from workers.device import probe, queue_name
 from workers.errors import RoofwatchError
@@ -57,9 +58,8 @@ def execute(request: CompareRequest, console: Console) -> tuple[int, dict[str, A
         repo_row = session.get(Repository, repository.id)
         assert repo_row is not None
         base, head = (upsert_commit(session, repo_row, info) for info in infos)
-        prefix = comparison_key(repo_row, base.sha, head.sha, device.fingerprint, "manual", 0)[:-1]
-        attempt = len(session.exec(select(Comparison.id).where(
-            Comparison.idempotency_key.startswith(prefix))).all())  # type: ignore[attr-defined]
+        prefix = comparison_key_prefix(repo_row, base.sha, head.sha, device.fingerprint, "manual")
+        attempt = len(session.exec(select(Comparison.id).where(starts_with(Comparison.idempotency_key, prefix))).all())
         key = comparison_key(repo_row, base.sha, head.sha, device.fingerprint, "manual", attempt)
         comparison = create_comparison(session, repo_row, base, head, key, purpose="manual")
         job = ab_job_for(comparison, repo_row, base, head, str(settings.data_dir), settings.suite_timeout,

@@ -56,6 +56,9 @@ def repo_add(
     trust_policy: Annotated[str, typer.Option(
         "--trust-policy", help="maintainers-only: fork / outside pull requests wait for approval; everyone")
     ] = "maintainers-only",
+    suite_network: Annotated[bool | None, typer.Option(
+        "--suite-network/--no-suite-network", help="let this repository's suites reach the network (off by default)")
+    ] = None,
 ) -> None:
     """Register a repository; webhooks for OWNER/NAME then clone from CLONE_URL."""
     from service.core.db import session_scope
@@ -65,7 +68,7 @@ def repo_add(
     _prepare_database()
     try:
         with session_scope() as session:
-            repository = register(session, full_name, clone_url, default_branch, trust_policy)
+            repository = register(session, full_name, clone_url, default_branch, trust_policy, suite_network)
             console.print(f"registered [bold]{repository.full_name}[/] → {repository.clone_url}")
     except RoofwatchError as exc:
         _fail(str(exc))

@@ -17,8 +17,10 @@ from sqlmodel import select
 from service.core.config import get_settings
 from service.core.db import session_scope
 from service.core.models import Change, Commit, Measurement, Repository, Run, TestOutcome
-from service.flows.measure import create_run, job_for, measured_on, submit, upsert_commit
+from service.flows.measure import job_for, submit
+from service.records.changes import shown
 from service.records.repositories import mirror_and_source, resolve_repository
+from service.records.runs import create_run, measured_on, upsert_commit
 from workers import checkout
 from workers.device import probe, queue_name
 from workers.errors import RoofwatchError
@@ -65,8 +67,8 @@ def execute(request: RunRequest, console: Console, report: Report | None = None)
             repository = resolve_repository(session, request.repo)
         mirror, source = mirror_and_source(repository, settings.mirrors_dir)
         shas = select_commits(source, request)
-        # Oldest first, so each commit is analysed against the one measured before it.
-        infos = sorted((checkout.commit_info(mirror, sha) for sha in shas), key=lambda i: i.committed_at)
+        # In branch order (first-parent position, never dates): each commit is analysed after the ones before it.
+        infos = sorted((checkout.commit_info(mirror, sha) for sha in shas), key=lambda i: i.position)
     except RoofwatchError as exc:
         console.print(f"[bold red]error:[/] {exc}")
         return 2
@@ -153,7 +155,7 @@ def _runs_for(infos: list[checkout.CommitInfo], repository_id: int, fingerprint:
                 continue
             outcomes = session.exec(select(TestOutcome.outcome).where(TestOutcome.run_id == run.id)).all()
             measurements = session.exec(select(Measurement.id).where(Measurement.run_id == run.id)).all()
-            changes = session.exec(select(Change).where(Change.detected_run_id == run.id)).all()
+            changes = session.exec(select(Change).where(Change.detected_run_id == run.id, shown())).all()
             rows.append({
                 "run": run.id, "sha": info.sha, "title": info.message.splitlines()[0] if info.message else "",
                 "state": run.state, "passed": sum(o == "passed" for o in outcomes),

@@ -18,6 +18,10 @@ from workers.settings import DEFAULT_DATA_DIR, WorkerSettings
 __all__ = ["DEFAULT_DATA_DIR", "Settings", "get_settings"]
 
 
+# A secret an attacker could guess or brute-force against the webhook HMAC is no secret.
+MIN_SECRET_LENGTH = 32
+
+
 class Settings(WorkerSettings):
     """The service's settings: a worker's, plus credentials and what only the service uses."""
 
@@ -70,6 +74,16 @@ class Settings(WorkerSettings):
                 raise ValueError(
                     "refusing to start in production without: " + ", ".join(missing)
                 )
+            problems = [f"{name} is weak (at least {MIN_SECRET_LENGTH} characters, no whitespace)"
+                        for name, value in (("ROOFWATCH_API_TOKEN", self.api_token),
+                                            ("ROOFWATCH_GITHUB_WEBHOOK_SECRET", self.github_webhook_secret))
+                        if value and (len(value) < MIN_SECRET_LENGTH or any(c.isspace() for c in value))]
+            if self.sqlalchemy_url.startswith("sqlite"):
+                problems.append("ROOFWATCH_DATABASE_URL is SQLite (a file a local process can read; use PostgreSQL)")
+            if self.sandbox != "bubblewrap":
+                problems.append("ROOFWATCH_SANDBOX is not bubblewrap (pull request code would run unconfined)")
+            if problems:
+                raise ValueError("refusing to start in production: " + "; ".join(problems))
         return self
 
     @property

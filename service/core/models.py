@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
-from sqlalchemy import JSON, Column, Index, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Column, Index, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -33,7 +33,22 @@ class Repository(SQLModel, table=True):
     trust_policy: str = "maintainers-only"
     # GitHub App installation that covers this repository (from webhooks); None in token mode.
     installation_id: int | None = None
+    # The operator's switch: this repository's suites may reach the network (setup always may).
+    suite_network: bool = False
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class PullRequestHead(SQLModel, table=True):
+    """A head SHA a pull request had, and when roofwatch heard of it: what an approval refers to."""
+
+    __table_args__ = (UniqueConstraint("repository_id", "number", "sha"),
+                      Index("ix_pullrequesthead_repository_number", "repository_id", "number"))
+
+    id: int | None = Field(default=None, primary_key=True)
+    repository_id: int = Field(foreign_key="repository.id")
+    number: int = Field(sa_type=BigInteger)
+    sha: str = Field(max_length=64)
+    seen_at: datetime = Field(default_factory=utcnow)
 
 
 class Commit(SQLModel, table=True):
@@ -46,6 +61,9 @@ class Commit(SQLModel, table=True):
     author: str = ""
     message: str = ""
     committed_at: datetime | None = None
+    # First-parent position on its branch (commits on the chain, itself included). History,
+    # baselines and charts are ordered by it: committer dates can be equal or go backwards.
+    position: int | None = Field(default=None, index=True)
 
 
 class Device(SQLModel, table=True):
@@ -65,6 +83,9 @@ class Device(SQLModel, table=True):
     power_limit_w: float | None = None
     l2_bytes: int | None = None
     hostname: str = ""
+    # A/Bs in which one side moved almost every benchmark by one factor: the machine, not the
+    # code. Counted as a health signal for the device; such an A/B is measured again.
+    environment_shifts: int = 0
     created_at: datetime = Field(default_factory=utcnow)
 
 
@@ -175,10 +196,17 @@ class Change(SQLModel, table=True):
     suite: str = ""
     test_id: str | None = None
     kind: str
+    # Where the change is in its lifecycle: candidate -> narrowing -> confirming -> confirmed |
+    # rejected (see service.analysis.lifecycle). Only confirmed changes are shown.
+    phase: str = Field(default="candidate", index=True)
+    # The device (and so the series' epoch: its fingerprint) the change was seen on.
+    device_id: int | None = Field(default=None, foreign_key="device.id", index=True)
     first_bad_commit_id: int | None = Field(default=None, foreign_key="commit.id")
-    # When the first bad commit is not narrowed down yet: the last good and first bad SHAs seen.
+    # The step lies after the last good commit and at or before the first bad one seen.
     range_start_sha: str | None = None
     range_end_sha: str | None = None
+    range_start_position: int | None = None
+    range_end_position: int | None = None
     change_pct: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None

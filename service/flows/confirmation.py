@@ -1,57 +1,208 @@
-"""Turn a finished confirmation A/B into stored changes.
+"""Confirm a narrowed candidate by an interleaved A/B of exactly its two adjacent commits.
 
-The candidate came from separate runs; the A/B re-measured both commits interleaved on one
-device, so only what the A/B finds significant and larger than its threshold is stored.
-A candidate the A/B does not confirm leaves its comparison behind as the record that it was
-looked at, so it is never asked again.
+Separate runs of one commit vary between processes by more than many real regressions, so a
+performance change is shown only once an A/B of the last good and the first bad commit —
+interleaved in fresh processes on one device — finds it significant, beyond its threshold, in
+the candidate's direction. Because the two commits are adjacent, no other step can leak in.
+
+- Only what was asked is decided: each candidate at the pair is confirmed or rejected on its
+  own benchmark's result. Anything else the A/B finds significant becomes that benchmark's own
+  candidate, confirmed only if its own runs moved the same way (two independent sightings).
+- An A/B in which almost every benchmark moved by one common factor measured the machine, not
+  the code (``analysis.environment``): it is counted on the device and measured again. A shift
+  that repeats with the same factor is the code after all.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 from sqlmodel import Session, col, select
 
-from service.core.models import Change, Commit, Comparison, Run
-from service.flows.detection import OPEN_STATES, new_change
+from service.analysis import environment, lifecycle
+from service.core.keys import comparison_key, comparison_key_prefix, starts_with
+from service.core.models import Benchmark, Change, Commit, Comparison, ComparisonResult, Device, Repository
+from service.records import changes
 from service.records.comparisons import results_of
+from service.records.series import benchmark_points
 
+PURPOSE = "confirm"
+MAX_ATTEMPTS = 3  # A/Bs of one pair before an unsettled machine leaves its candidates rejected
 RETURN_TOLERANCE = 0.02  # a series within 2 % (or the A/B threshold) of its old level has returned
+SAME_FACTOR = 0.25  # two shifts within this (on a log scale) of each other are one and the same
+
+
+@dataclass(frozen=True)
+class Confirm:
+    """A/B the last good and the first bad commit of narrowed candidates, on their device."""
+
+    repository_id: int
+    device_id: int
+    good_sha: str
+    bad_sha: str
+    attempt: int = 0
+
+
+def _attempts(session: Session, repository: Repository, device: Device, good: str, bad: str) -> list[Comparison]:
+    prefix = comparison_key_prefix(repository, good, bad, device.fingerprint, PURPOSE)
+    rows = session.exec(select(Comparison).where(starts_with(Comparison.idempotency_key, prefix))).all()
+    return sorted(rows, key=lambda c: int(c.idempotency_key.rsplit(":", 1)[1]))
+
+
+def key_for(repository: Repository, device: Device, request: Confirm) -> str:
+    return comparison_key(repository, request.good_sha, request.bad_sha, device.fingerprint, PURPOSE, request.attempt)
+
+
+def pending(session: Session, repository_id: int) -> list[Confirm]:
+    """The A/Bs to start now: one per (device, pair) whose candidates wait and nothing is measuring."""
+    repository = session.get(Repository, repository_id)
+    assert repository is not None
+    requests: dict[tuple[int, str, str], Confirm] = {}
+    for change in session.exec(select(Change).where(
+            Change.repository_id == repository_id, Change.phase == lifecycle.CONFIRMING)).all():
+        device = session.get(Device, change.device_id)
+        if device is None or change.range_start_sha is None or change.range_end_sha is None:
+            continue
+        pair = (device.id, change.range_start_sha, change.range_end_sha)
+        if pair in requests:
+            continue
+        attempts = _attempts(session, repository, device, *pair[1:])
+        latest = attempts[-1] if attempts else None
+        if latest is None:
+            requests[pair] = Confirm(repository_id, device.id, *pair[1:])  # type: ignore[arg-type]
+        elif latest.finished_at is None:
+            continue  # being measured
+        elif latest.details.get("environment_shift") and len(attempts) < MAX_ATTEMPTS:
+            requests[pair] = Confirm(repository_id, device.id, *pair[1:], attempt=len(attempts))  # type: ignore[arg-type]
+        else:
+            # Decided before this candidate appeared (an A/B asked for by another benchmark).
+            _decide(session, latest, [change])
+    return list(requests.values())
 
 
 def apply(session: Session, comparison_id: int) -> list[int]:
-    """Store the confirmed changes of a ``confirm`` comparison; the ids created."""
+    """Decide every candidate at the A/B's pair; the ids of changes confirmed."""
     comparison = session.get(Comparison, comparison_id)
-    if comparison is None or comparison.purpose != "confirm" or comparison.state not in ("succeeded", "failed"):
+    if comparison is None or comparison.purpose != PURPOSE or comparison.finished_at is None:
         return []
     if comparison.details.get("applied"):
         return []
+    device = session.get(Device, comparison.device_id)
     good = session.get(Commit, comparison.base_commit_id)
     bad = session.get(Commit, comparison.head_commit_id)
     assert good is not None and bad is not None
-    run = session.exec(select(Run).where(Run.commit_id == bad.id, Run.device_id == comparison.device_id)
-                       .order_by(col(Run.id).desc())).first()
-    created: list[int] = []
-    for result, benchmark in results_of(session, comparison_id):
+    waiting = list(session.exec(select(Change).where(
+        Change.repository_id == comparison.repository_id, Change.phase == lifecycle.CONFIRMING,
+        Change.range_start_sha == good.sha, Change.range_end_sha == bad.sha,
+        Change.device_id == comparison.device_id)).all())
+    results = results_of(session, comparison_id)
+    if device is not None and _environment_shift(session, comparison, device, results):
+        return []
+    confirmed = _decide(session, comparison, waiting)
+    confirmed += _spillover(session, comparison, good, bad, results)
+    comparison.details = {**comparison.details, "applied": True, "changes": confirmed}
+    session.add(comparison)
+    return confirmed
+
+
+def _environment_shift(session: Session, comparison: Comparison, device: Device,
+                       results: list[tuple[ComparisonResult, Benchmark]]) -> bool:
+    """Was this A/B moved by the machine? Then count it and leave the pair to be measured again."""
+    ratios = [math.log(r.head_median / r.base_median) for r, _ in results if r.head_median and r.base_median]
+    significant = [r.direction in ("regression", "improvement") for r, _ in results if r.head_median and r.base_median]
+    factor = environment.common_shift(ratios, significant)
+    if factor is None:
+        return False
+    repository = session.get(Repository, comparison.repository_id)
+    good = session.get(Commit, comparison.base_commit_id)
+    bad = session.get(Commit, comparison.head_commit_id)
+    assert repository is not None and good is not None and bad is not None
+    earlier = [c for c in _attempts(session, repository, device, good.sha, bad.sha) if c.id != comparison.id]
+    previous = earlier[-1].details.get("environment_shift") if earlier else None
+    if previous and abs(math.log(factor) - math.log(previous)) <= SAME_FACTOR * abs(math.log(previous)):
+        return False  # the same shift twice in fresh processes: the code did it
+    device.environment_shifts += 1
+    comparison.details = {**comparison.details, "environment_shift": factor}
+    session.add_all([device, comparison])
+    if len(earlier) + 1 >= MAX_ATTEMPTS:
+        for change in session.exec(select(Change).where(
+                Change.repository_id == comparison.repository_id, Change.phase == lifecycle.CONFIRMING,
+                Change.range_start_sha == good.sha, Change.range_end_sha == bad.sha,
+                Change.device_id == device.id)).all():
+            change.phase = lifecycle.REJECTED
+            change.details = {**change.details, "rejected": "the machine moved every benchmark in every A/B"}
+            session.add(change)
+        comparison.details = {**comparison.details, "applied": True, "changes": []}
+    return True
+
+
+def _decide(session: Session, comparison: Comparison, waiting: list[Change]) -> list[int]:
+    by_benchmark = {r.benchmark_id: r for r, _ in results_of(session, comparison.id)}  # type: ignore[arg-type]
+    confirmed: list[int] = []
+    for change in waiting:
+        result = by_benchmark.get(change.benchmark_id)  # type: ignore[arg-type]
+        expected = "regression" if change.kind == "perf-regression" else "improvement"
+        if result is None or result.direction != expected:
+            change.phase = lifecycle.REJECTED
+            change.details = {**change.details, "comparison_id": comparison.id,
+                              "rejected": result.reason if result is not None else "not measured by the A/B"}
+            session.add(change)
+            continue
+        _confirm(session, change, comparison, result)
+        confirmed.append(change.id)  # type: ignore[arg-type]
+    return confirmed
+
+
+def _confirm(session: Session, change: Change, comparison: Comparison, result: ComparisonResult) -> None:
+    change.phase = lifecycle.CONFIRMED
+    change.first_bad_commit_id = comparison.head_commit_id
+    change.change_pct, change.ci_low, change.ci_high = result.change_pct, result.ci_low, result.ci_high
+    change.p_value = result.q_value
+    change.details = {**change.details, "before": result.base_median, "after": result.head_median,
+                      "comparison_id": comparison.id, "threshold_pct": result.threshold_pct,
+                      "mde_pct": result.mde_pct, "noise_pct": result.noise_pct, "rounds": len(result.base_values)}
+    session.add(change)
+    session.flush()
+    if change.kind == "perf-improvement":
+        _mark_returned(session, change, result.threshold_pct)
+
+
+def _spillover(session: Session, comparison: Comparison, good: Commit, bad: Commit,
+               results: list[tuple[ComparisonResult, Benchmark]]) -> list[int]:
+    """Significant results nobody asked about: each its own candidate, confirmed by its own runs."""
+    confirmed: list[int] = []
+    for result, benchmark in results:
         if result.direction not in ("regression", "improvement"):
             continue
         kind = "perf-regression" if result.direction == "regression" else "perf-improvement"
-        if session.exec(select(Change).where(
-                Change.benchmark_id == benchmark.id, Change.kind == kind,
-                Change.range_end_sha == bad.sha, col(Change.state).in_(OPEN_STATES))).first():
+        if changes.find_same(session, repository_id=comparison.repository_id, kind=kind,
+                             device_id=comparison.device_id, benchmark_id=benchmark.id,
+                             start=good.position, end=bad.position):  # type: ignore[arg-type]
             continue
-        change = new_change(
-            session, comparison.repository_id, run.id if run else None, comparison.device_id, good, bad,
-            kind=kind, benchmark_id=benchmark.id, suite=benchmark.suite, change_pct=result.change_pct,
-            ci_low=result.ci_low, ci_high=result.ci_high, p_value=result.q_value,
-            details={"before": result.base_median, "after": result.head_median, "comparison_id": comparison_id,
-                     "threshold_pct": result.threshold_pct, "mde_pct": result.mde_pct,
-                     "noise_pct": result.noise_pct, "rounds": len(result.base_values)},
-        )
-        created.append(change.id)  # type: ignore[arg-type]
-        if kind == "perf-improvement":
-            _mark_returned(session, change, result.threshold_pct)
-    comparison.details = {**comparison.details, "applied": True, "changes": created}
-    session.add(comparison)
-    return created
+        change = changes.record(
+            session, repository_id=comparison.repository_id, device_id=comparison.device_id, kind=kind,
+            phase=lifecycle.CANDIDATE, good=good, bad=bad, run_id=None, benchmark_id=benchmark.id,
+            suite=benchmark.suite, details={"seen_in_comparison": comparison.id})
+        if _own_runs_agree(session, benchmark, comparison.device_id, good, bad, result):  # type: ignore[arg-type]
+            _confirm(session, change, comparison, result)
+            confirmed.append(change.id)  # type: ignore[arg-type]
+        else:
+            change.phase = lifecycle.REJECTED
+            change.details = {**change.details, "rejected": "its own runs of these commits did not move"}
+            session.add(change)
+    return confirmed
+
+
+def _own_runs_agree(session: Session, benchmark: Benchmark, device_id: int, good: Commit, bad: Commit,
+                    result: ComparisonResult) -> bool:
+    """Did the benchmark's separate runs of the two commits move as the A/B says, beyond its threshold?"""
+    points = {p.position: p.median for p in benchmark_points(session, benchmark.id, device_id)}  # type: ignore[arg-type]
+    before, after = points.get(good.position), points.get(bad.position)  # type: ignore[arg-type]
+    if not before or not after or not result.base_median or not result.head_median:
+        return False
+    seen, measured = math.log(after / before), math.log(result.head_median / result.base_median)
+    return seen * measured > 0 and abs(seen) > math.log1p((result.threshold_pct or 0.0) / 100)
 
 
 def _mark_returned(session: Session, improvement: Change, threshold_pct: float | None) -> None:
@@ -62,7 +213,7 @@ def _mark_returned(session: Session, improvement: Change, threshold_pct: float |
         return
     for regression in session.exec(select(Change).where(
             Change.benchmark_id == improvement.benchmark_id, Change.kind == "perf-regression",
-            col(Change.state).in_(OPEN_STATES))).all():
+            Change.phase == lifecycle.CONFIRMED, col(Change.state).in_(changes.OPEN_STATES))).all():
         before = regression.details.get("before")
         if before and level <= before * (1 + tolerance):
             regression.state = "fixed"

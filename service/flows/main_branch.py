@@ -1,131 +1,134 @@
-"""Work that analysing a run asks for: confirm a candidate by A/B, or bisect a range.
+"""The main-branch flow, top-down: a run lands → read it into history → narrow → confirm.
 
-Analysis is pure bookkeeping; measuring happens on a worker. ``dispatch`` turns each
-follow-up into its database row (a ``Run`` with trigger ``bisect`` or a ``Comparison`` with
-purpose ``confirm``, both keyed so a repeat is a no-op) and sends it through the same
-Celery chains as any other work: inline when embedded, to the device's queue otherwise.
+    run measured ──▶ detection (candidates, correctness episodes, narrowing by this run)
+                       │
+                       ├──▶ narrowing.next_steps: measure a midpoint   ──▶ (a run lands again)
+                       └──▶ confirmation.pending: A/B the adjacent pair ──▶ after_confirmation
+
+Git is read from the local mirror; the network (``git fetch``) is used before a transaction
+opens, never inside one. Measuring is asked for through ``dispatch`` and comes back as tasks.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass
+from pathlib import Path
 
-from celery import chain
 from sqlmodel import Session, select
 
 from service.core.config import get_settings
 from service.core.db import session_scope
+from service.core.keys import bisect_key
 from service.core.models import Commit, Comparison, Device, Repository, Run
-from service.flows.measure import create_run, job_for, upsert_commit
-from service.records.comparisons import ab_job_for, comparison_key, create_comparison
+from service.flows import confirmation, dispatch, narrowing
+from service.flows.confirmation import Confirm
+from service.flows.detection import AnalysisSummary, analyze_run
+from service.flows.measure import job_for, submit
+from service.flows.narrowing import Bisect
+from service.records.comparisons import ab_job_for, create_comparison
+from service.records.runs import create_run, upsert_commit
 from workers import checkout
 from workers.device import queue_name
 from workers.errors import RoofwatchError
 
 log = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True)
-class Confirm:
-    """A/B the two commits either side of a candidate change on the candidate's device."""
-
-    repository_id: int
-    device_id: int
-    good_sha: str
-    bad_sha: str
-
-
-@dataclass(frozen=True)
-class Bisect:
-    """Measure one commit inside a range whose first bad commit is not known yet."""
-
-    repository_id: int
-    device_id: int
-    sha: str
-    attempt: int = 0  # a commit whose first run left the verdict unclear is measured again
-
-
 FollowUp = Confirm | Bisect
 
 
-def confirmation_for(session: Session, repository: Repository, device: Device, good: str,
-                     bad: str) -> Comparison | None:
-    key = comparison_key(repository, good, bad, device.fingerprint, "confirm")
-    return session.exec(select(Comparison).where(Comparison.idempotency_key == key)).first()
+def after_run(run_id: int) -> AnalysisSummary:
+    """Analyse a finished run, then start what it asks for (midpoints to measure, A/Bs)."""
+    with session_scope() as session:
+        run = session.get(Run, run_id)
+        if run is None:
+            raise LookupError(f"no run {run_id}")
+        repository = session.get(Repository, run.repository_id)
+        assert repository is not None
+        clone_url, repository_id = repository.clone_url, run.repository_id
+    mirror = _mirror(clone_url)  # fetched here, outside any transaction
+    with session_scope() as session:
+        summary = analyze_run(session, run_id, lambda good, bad: checkout.rev_range(mirror, f"{good}..{bad}"))
+        steps = follow_ups(session, repository_id)
+    log.info("run %s: %d change(s), %d fixed, %d follow-up(s)", run_id, len(summary.changes),
+             len(summary.fixed), len(steps))
+    start(steps)
+    return summary
 
 
-def bisect_key_prefix(repository: Repository, sha: str, device: Device) -> str:
-    """What every bisect run of ``sha`` on ``device`` is keyed with, before its attempt number."""
-    return f"{repository.full_name}@{sha}:{device.fingerprint}:bisect:"
+def after_confirmation(comparison_id: int) -> list[int]:
+    """Decide the candidates a confirmation A/B measured, then start what is left to do."""
+    with session_scope() as session:
+        confirmed = confirmation.apply(session, comparison_id)
+        comparison = session.get(Comparison, comparison_id)
+        steps = follow_ups(session, comparison.repository_id) if comparison else []
+    log.info("comparison %s: %d change(s) confirmed", comparison_id, len(confirmed))
+    start(steps)
+    return confirmed
 
 
-def bisect_key(repository: Repository, sha: str, device: Device, attempt: int = 0) -> str:
-    return f"{bisect_key_prefix(repository, sha, device)}{attempt}"
+def follow_ups(session: Session, repository_id: int) -> list[FollowUp]:
+    return [*narrowing.next_steps(session, repository_id), *confirmation.pending(session, repository_id)]
 
 
-def dispatch(followups: list[FollowUp]) -> None:
+def start(steps: list[FollowUp]) -> None:
     """Create and submit each follow-up once; failures are logged and never break the caller."""
-    for followup in dict.fromkeys(followups):
+    for step in dict.fromkeys(steps):
         try:
-            if isinstance(followup, Confirm):
-                _confirm(followup)
+            if isinstance(step, Confirm):
+                _confirm(step)
             else:
-                _bisect(followup)
+                _bisect(step)
         except RoofwatchError as exc:
-            log.warning("follow-up %s not started: %s", followup, exc)
+            log.warning("follow-up %s not started: %s", step, exc)
 
 
-def _confirm(followup: Confirm) -> None:
-    from service.tasks import confirm_changes, ingest_ab
-    from workers.tasks import run_ab_task
+def _mirror(clone_url: str) -> Path:
+    return checkout.ensure_mirror(get_settings().mirrors_dir, clone_url)
 
+
+def _known(session: Session, repository: Repository, sha: str) -> Commit | None:
+    return session.exec(select(Commit).where(Commit.repository_id == repository.id, Commit.sha == sha)).first()
+
+
+def _confirm(request: Confirm) -> None:
     settings = get_settings()
     with session_scope() as session:
-        repository = session.get(Repository, followup.repository_id)
-        device = session.get(Device, followup.device_id)
+        repository = session.get(Repository, request.repository_id)
+        device = session.get(Device, request.device_id)
         assert repository is not None and device is not None
-        if confirmation_for(session, repository, device, followup.good_sha, followup.bad_sha):
+        key = confirmation.key_for(repository, device, request)
+        if session.exec(select(Comparison).where(Comparison.idempotency_key == key)).first():
             return
-        good = _commit(session, repository, followup.good_sha)
-        bad = _commit(session, repository, followup.bad_sha)
-        key = comparison_key(repository, good.sha, bad.sha, device.fingerprint, "confirm")
-        comparison = create_comparison(session, repository, good, bad, key, purpose="confirm")
+        good, bad = _known(session, repository, request.good_sha), _known(session, repository, request.bad_sha)
+        assert good is not None and bad is not None  # both ends of a candidate were measured
+        comparison = create_comparison(session, repository, good, bad, key, purpose=confirmation.PURPOSE)
         job = ab_job_for(comparison, repository, good, bad, str(settings.data_dir), settings.suite_timeout,
                          settings.output_limit, settings.ab_max_rounds, settings.ab_min_rounds)
         queue = queue_name(device.device_class)
-    log.info("confirming %s..%s on %s by A/B (comparison %s)", good.sha[:12], bad.sha[:12], queue, job.comparison_id)
-    chain(run_ab_task.s(asdict(job)).set(queue=queue), ingest_ab.s(), confirm_changes.s()).apply_async()
+    log.info("confirming %s..%s on %s by A/B (comparison %s, attempt %d)", request.good_sha[:12],
+             request.bad_sha[:12], queue, job.comparison_id, request.attempt)
+    dispatch.ab(job, queue, then=dispatch.Task.CONFIRM_CHANGES)
 
 
-def _bisect(followup: Bisect) -> None:
-    from service.flows.measure import submit
-
+def _bisect(request: Bisect) -> None:
     settings = get_settings()
     with session_scope() as session:
-        repository = session.get(Repository, followup.repository_id)
-        device = session.get(Device, followup.device_id)
+        repository = session.get(Repository, request.repository_id)
+        device = session.get(Device, request.device_id)
         assert repository is not None and device is not None
-        key = bisect_key(repository, followup.sha, device, followup.attempt)
+        key = bisect_key(repository, request.sha, device.fingerprint, request.attempt)
         if session.exec(select(Run).where(Run.idempotency_key == key)).first():
             return
-        commit = _commit(session, repository, followup.sha)
+        commit = _known(session, repository, request.sha)
+        clone_url = repository.clone_url
+    info = None if commit is not None else checkout.commit_info(_mirror(clone_url), request.sha)
+    with session_scope() as session:
+        repository = session.get(Repository, request.repository_id)
+        assert repository is not None
+        commit = upsert_commit(session, repository, info) if info is not None else _known(session, repository, request.sha)
+        assert commit is not None
         run = create_run(session, repository, commit, key, trigger="bisect")
         job = job_for(run, repository, commit, settings)
         queue = queue_name(device.device_class)
-    log.info("bisecting: measuring %s on %s (run %s)", followup.sha[:12], queue, job.run_id)
+    log.info("narrowing: measuring %s on %s (run %s)", request.sha[:12], queue, job.run_id)
     submit(job, queue)
-
-
-def _commit(session: Session, repository: Repository, sha: str) -> Commit:
-    found = session.exec(select(Commit).where(Commit.repository_id == repository.id, Commit.sha == sha)).first()
-    if found is not None:
-        return found
-    mirror = checkout.ensure_mirror(get_settings().mirrors_dir, repository.clone_url)
-    return upsert_commit(session, repository, checkout.commit_info(mirror, sha))
-
-
-def commits_between(repository: Repository, good: str, bad: str) -> list[str]:
-    """First-parent SHAs after ``good`` up to and including ``bad``, oldest first."""
-    mirror = checkout.ensure_mirror(get_settings().mirrors_dir, repository.clone_url)
-    return checkout.rev_range(mirror, f"{good}..{bad}")

@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import dataclass
 from typing import Literal
 
 from sqlmodel import Session, col, select
 
+from service.analysis import lifecycle
 from service.analysis.correctness import FAILING
+from service.core.keys import bisect_key_prefix, starts_with
 from service.core.models import Change, Commit, Device, Measurement, Repository, Run, TestOutcome
-from service.flows.main_branch import Bisect, bisect_key_prefix
 
 # A fixed change is still narrowed: which commit introduced a bug matters after it is fixed.
 BISECTED_STATES = ("new", "acknowledged", "fixed")
@@ -37,10 +39,20 @@ MAX_RUNS_PER_COMMIT = 3
 Verdict = bool | None | Literal["unclear"]
 
 
+@dataclass(frozen=True)
+class Bisect:
+    """Measure one commit inside a range whose first bad commit is not known yet."""
+
+    repository_id: int
+    device_id: int
+    sha: str
+    attempt: int = 0  # a commit whose first run left the verdict unclear is measured again
+
+
 def _ranged(session: Session, repository_id: int) -> list[Change]:
     rows = session.exec(select(Change).where(
         Change.repository_id == repository_id, col(Change.state).in_(BISECTED_STATES),
-        col(Change.first_bad_commit_id).is_(None),
+        col(Change.first_bad_commit_id).is_(None), Change.phase != lifecycle.REJECTED,
     )).all()
     return [c for c in rows if c.details.get("bisect_range")]
 
@@ -88,14 +100,17 @@ def _narrow_one(session: Session, change: Change, runs: list[Run], sha: str, ski
     position = remaining.index(sha)
     log = list(change.details.get("bisect_log", []))
     entry = {"sha": sha, "run": runs[0].id if runs else None, "runs": [run.id for run in runs]}
+    commit = session.exec(select(Commit).where(Commit.repository_id == change.repository_id, Commit.sha == sha)).first()
     if verdict is None:
         remaining.pop(position)
         log.append({**entry, "verdict": "skip"})
     elif verdict:
         change.range_end_sha, remaining = sha, remaining[:position]
+        change.range_end_position = commit.position if commit else change.range_end_position
         log.append({**entry, "verdict": "bad"})
     else:
         change.range_start_sha, remaining = sha, remaining[position + 1:]
+        change.range_start_position = commit.position if commit else change.range_start_position
         log.append({**entry, "verdict": "good"})
     change.details = {**change.details, "bisect_range": remaining, "bisect_log": log}
     # With a commit skipped, the culprit may be that commit: the range stays a range, as in git bisect.
@@ -103,6 +118,8 @@ def _narrow_one(session: Session, change: Change, runs: list[Run], sha: str, ski
         first_bad = session.exec(select(Commit).where(
             Commit.repository_id == change.repository_id, Commit.sha == change.range_end_sha)).first()
         change.first_bad_commit_id = first_bad.id if first_bad else None
+        if change.phase == lifecycle.NARROWING:
+            change.phase = lifecycle.phase_after_narrowing(change.kind)
     session.add(change)
     session.flush()
     return True
@@ -129,8 +146,8 @@ def _finished_runs(session: Session, repository_id: int, sha: str, device_id: in
 
 def _bisect_attempts(session: Session, repository: Repository, sha: str, device: Device) -> list[Run]:
     # autoescape: a "_" in a repository name is a literal, not LIKE's one-character wildcard.
-    prefix = bisect_key_prefix(repository, sha, device)
-    return list(session.exec(select(Run).where(col(Run.idempotency_key).startswith(prefix, autoescape=True))).all())
+    prefix = bisect_key_prefix(repository, sha, device.fingerprint)
+    return list(session.exec(select(Run).where(starts_with(Run.idempotency_key, prefix))).all())
 
 
 def next_steps(session: Session, repository_id: int) -> list[Bisect]:

@@ -10,18 +10,19 @@ A newer head of the same pull request supersedes older ones; closing the pull re
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-from celery import chain
 from sqlmodel import Session, col, select
 
 from service.core.config import get_settings
 from service.core.db import session_scope
+from service.core.keys import comparison_key
 from service.core.models import Commit, Comparison, Repository, Run, utcnow
-from service.flows.measure import upsert_commit
+from service.flows import dispatch
 from service.github import reporting
 from service.github.comment import ReportContext, render_comment, summarize
-from service.records.comparisons import ab_job_for, comparison_key, comparison_report, create_comparison
+from service.records.comparisons import ab_job_for, comparison_report, create_comparison
+from service.records.runs import upsert_commit
 from workers import checkout
 from workers.device import probe, queue_name
 from workers.errors import CheckoutError
@@ -55,15 +56,8 @@ def compare_url(comparison_id: int) -> str:
     return f"{get_settings().public_url.rstrip('/')}/compare/{comparison_id}"
 
 
-def task_id_for_comparison(comparison_id: int) -> str:
-    return f"roofwatch-comparison-{comparison_id}"
-
-
 def start(head: PullRequestHead) -> int | None:
     """Create and submit the A/B for this head; the run id, or None when one is already under way."""
-    from service.tasks import finish_pull_request, ingest_ab
-    from workers.tasks import run_ab_task
-
     settings = get_settings()
     with session_scope() as session:
         repository = session.get(Repository, head.repository_id)
@@ -99,7 +93,7 @@ def start(head: PullRequestHead) -> int | None:
                                        run_id=run.id)
         comparison.details = {"pull_request": {"number": head.number, "base_ref": head.base_ref,
                                                "title": head.title},
-                              "task_id": task_id_for_comparison(comparison.id)}  # type: ignore[arg-type]
+                              "task_id": dispatch.task_id_for_comparison(comparison.id)}  # type: ignore[arg-type]
         session.add(comparison)
         job = ab_job_for(comparison, repository, base, head_commit, str(settings.data_dir), settings.suite_timeout,
                          settings.output_limit, settings.ab_max_rounds, settings.ab_min_rounds)
@@ -111,8 +105,7 @@ def start(head: PullRequestHead) -> int | None:
     reporting.send(report_ids)
     log.info("%s#%s: run %s compares %s with merge-base %s on %s", repository.full_name, head.number, run_id,
              head.head_sha[:12], merge_base[:12], device)
-    chain(run_ab_task.s(asdict(job)).set(queue=queue_name(device), task_id=task_id_for_comparison(job.comparison_id)),
-          ingest_ab.s(), finish_pull_request.s()).apply_async()
+    dispatch.ab(job, queue_name(device), then=dispatch.Task.FINISH_PULL_REQUEST)
     return run_id
 
 
@@ -175,8 +168,6 @@ def _active_run(session: Session, repository: Repository, head: PullRequestHead)
 
 
 def _cancel_run(session: Session, repository: Repository, run: Run, reason: str) -> list[int]:
-    from workers.celery_app import app
-
     run.state, run.error, run.finished_at = "cancelled", reason, utcnow()
     session.add(run)
     for comparison in session.exec(select(Comparison).where(Comparison.run_id == run.id)).all():
@@ -185,7 +176,7 @@ def _cancel_run(session: Session, repository: Repository, run: Run, reason: str)
             session.add(comparison)
             if not get_settings().embedded:
                 # Queued: never starts. Running: the worker stops it; its envelope is then ignored.
-                app.control.revoke(task_id_for_comparison(comparison.id), terminate=True)  # type: ignore[arg-type]
+                dispatch.revoke(dispatch.task_id_for_comparison(comparison.id))  # type: ignore[arg-type]
     commit = session.get(Commit, run.commit_id)
     assert commit is not None
     return reporting.show_phase(session, repository, commit.sha, "cancelled", f"cancelled: {reason}",

@@ -16,10 +16,13 @@ from sqlmodel import select
 from service.core.config import get_settings
 from service.core.db import session_scope
 from service.core.models import Change, Commit, Measurement, Repository, Run, TestOutcome
-from service.flows.measure import create_run, job_for, submit, upsert_commit
+from service.flows import dispatch
+from service.flows.measure import job_for, submit
 from service.flows.pull_request import PullRequestError, device_class
 from service.github import reporting
 from service.github.comment import Summary
+from service.records.changes import shown
+from service.records.runs import create_run, upsert_commit
 from workers import checkout
 from workers.device import queue_name
 from workers.errors import CheckoutError
@@ -40,8 +43,6 @@ def run_url(run_id: int) -> str:
 
 def start(push: PushedHead) -> int | None:
     """Create and submit the run of a pushed head; None when that head already has one."""
-    from service.tasks import report_run
-
     settings = get_settings()
     with session_scope() as session:
         repository = session.get(Repository, push.repository_id)
@@ -67,7 +68,7 @@ def start(push: PushedHead) -> int | None:
         report_ids = reporting.show_phase(session, repository, push.sha, "queued",
                                           f"queued: {push.branch} on {device}", run_url(run.id))  # type: ignore[arg-type]
     reporting.send(report_ids)
-    submit(job, queue_name(device), then=report_run.si(job.run_id))
+    submit(job, queue_name(device), then=dispatch.then_report_run(job.run_id))
     return job.run_id
 
 
@@ -97,7 +98,7 @@ def report(run_id: int) -> None:
         outcomes = session.exec(select(TestOutcome.outcome).where(TestOutcome.run_id == run_id)).all()
         benchmarks = len(session.exec(select(Measurement.id).where(Measurement.run_id == run_id)).all())
         failures = [c.test_id or "" for c in session.exec(select(Change).where(
-            Change.detected_run_id == run_id, Change.kind == "correctness-failure")).all()]
+            Change.detected_run_id == run_id, Change.kind == "correctness-failure", shown())).all()]
         summary = summary_of(run, sum(o == "passed" for o in outcomes),
                              sum(o in ("failed", "error") for o in outcomes), benchmarks, failures)
         commit = session.get(Commit, run.commit_id)

@@ -23,11 +23,6 @@ from workers.ab import ABJob, paired_rounds
 from workers.envelope import ENVELOPE_VERSION, ABEnvelope, MeasurementRecord, RoundRecord
 
 
-def comparison_key(repository: Repository, base_sha: str, head_sha: str, device_fingerprint: str,
-                   purpose: str, attempt: int = 0) -> str:
-    return f"{repository.full_name}@{base_sha}..{head_sha}:{device_fingerprint}:{purpose}:{attempt}"
-
-
 def create_comparison(session: Session, repository: Repository, base: Commit, head: Commit, key: str,
                       purpose: str = "manual", run_id: int | None = None) -> Comparison:
     """The comparison for ``key``, created queued unless it already exists (idempotent)."""
@@ -48,7 +43,7 @@ def ab_job_for(comparison: Comparison, repository: Repository, base: Commit, hea
         comparison_id=comparison.id, idempotency_key=comparison.idempotency_key,  # type: ignore[arg-type]
         repository=repository.full_name, clone_url=repository.clone_url, base_sha=base.sha,
         head_sha=head.sha, data_dir=data_dir, min_rounds=min_rounds, max_rounds=max(min_rounds, max_rounds),
-        suite_timeout_s=suite_timeout_s, output_limit=output_limit,
+        suite_timeout_s=suite_timeout_s, output_limit=output_limit, suite_network=repository.suite_network,
     )
 
 

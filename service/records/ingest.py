@@ -127,6 +127,7 @@ def _update_commit(session: Session, run: Run, envelope: Envelope) -> None:
     commit.author = envelope.commit.author or commit.author
     commit.message = envelope.commit.message or commit.message
     commit.committed_at = envelope.commit.committed_at or commit.committed_at
+    commit.position = commit.position if commit.position is not None else envelope.commit.position
     session.add(commit)
 
 

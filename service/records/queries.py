@@ -8,6 +8,7 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from service.core.models import Benchmark, Change, Commit, Device, Measurement, Repository, Run
+from service.records.changes import shown
 
 
 def _title(message: str | None) -> str:
@@ -34,6 +35,7 @@ def change_rows(session: Session, repo: str | None = None) -> list[dict[str, Any
         .join(Repository, col(Change.repository_id) == col(Repository.id))
         .outerjoin(Benchmark, col(Change.benchmark_id) == col(Benchmark.id))
         .outerjoin(Commit, col(Change.first_bad_commit_id) == col(Commit.id))
+        .where(shown())
         .order_by(col(Change.id))
     )
     if repo:
@@ -60,7 +62,7 @@ def change_rows(session: Session, repo: str | None = None) -> list[dict[str, Any
 
 
 def series(session: Session, benchmark_id: int) -> list[dict[str, Any]]:
-    """One benchmark's measurements in commit order, oldest first.
+    """One benchmark's measurements in branch order (first-parent position), oldest first.
 
     Every column read from ``measurement`` is in ``ix_measurement_benchmark_run``, so PostgreSQL
     answers from the index alone: ~15 index pages instead of one heap page per point (a series'
@@ -75,7 +77,7 @@ def series(session: Session, benchmark_id: int) -> list[dict[str, Any]]:
         .join(Run, col(Measurement.run_id) == col(Run.id))
         .join(Commit, col(Run.commit_id) == col(Commit.id))
         .where(col(Measurement.benchmark_id) == benchmark_id)
-        .order_by(col(Commit.committed_at), col(Run.id))
+        .order_by(col(Commit.position).is_not(None), col(Commit.position), col(Run.id))
     )
     return [
         {

@@ -17,7 +17,7 @@ URL_NAME = re.compile(r"[:/](?P<owner>[\w.-]+)/(?P<name>[\w.-]+?)(?:\.git)?/?$")
 
 
 def register(session: Session, full_name: str, clone_url: str, default_branch: str = "main",
-             trust_policy: str = "maintainers-only") -> Repository:
+             trust_policy: str = "maintainers-only", suite_network: bool | None = None) -> Repository:
     if not re.fullmatch(r"[\w.-]+/[\w.-]+", full_name):
         raise UnknownRepository(f"repository names look like OWNER/NAME, got {full_name!r}")
     if trust_policy not in POLICIES:
@@ -29,6 +29,8 @@ def register(session: Session, full_name: str, clone_url: str, default_branch: s
     else:
         repository.clone_url, repository.default_branch = clone_url, default_branch
         repository.trust_policy = trust_policy
+    if suite_network is not None:
+        repository.suite_network = suite_network
     session.add(repository)
     session.flush()
     return repository

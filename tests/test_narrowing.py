@@ -1,4 +1,4 @@
-"""Bisection steps: a clear level decides at once, an unclear one is measured again, a dead midpoint is skipped."""
+"""Narrowing (bisection) steps: a clear level decides at once, an unclear one is measured again, a dead midpoint is skipped."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import pytest
 from sqlmodel import Session, select
 
 from service.core.db import migrate, session_scope
+from service.core.keys import bisect_key
 from service.core.models import Benchmark, Change, Commit, Device, Measurement, Repository, Run
 from service.flows import narrowing as bisect
-from service.flows.main_branch import Bisect, bisect_key
+from service.flows.narrowing import Bisect
 
 SHAS = [f"{i:040x}" for i in range(1, 8)]  # good end, five unmeasured commits, bad end
 BEFORE, AFTER = 1.0e-3, 3.0e-3  # a 3x slowdown
@@ -18,21 +19,22 @@ BEFORE, AFTER = 1.0e-3, 3.0e-3  # a 3x slowdown
 
 @pytest.fixture
 def ranged_change(roofwatch_env: Path) -> int:
-    """A confirmed slowdown between SHAS[0] (good) and SHAS[6] (bad) with SHAS[1:6] unmeasured."""
+    """A candidate slowdown between SHAS[0] (good) and SHAS[6] (bad) with SHAS[1:6] unmeasured."""
     migrate()
     with session_scope() as session:
         repository = Repository(full_name="acme/kernels", clone_url="/nowhere")
         device = Device(fingerprint="cpu-0", device_class="cpu")
         session.add_all([repository, device])
         session.flush()
-        for sha in SHAS:
-            session.add(Commit(repository_id=repository.id, sha=sha))  # type: ignore[arg-type]
+        for position, sha in enumerate(SHAS, start=1):
+            session.add(Commit(repository_id=repository.id, sha=sha, position=position))  # type: ignore[arg-type]
         benchmark = Benchmark(fingerprint="b", repository_id=repository.id, suite="benchmarks",  # type: ignore[arg-type]
                               name="test_rmsnorm", device_class="cpu")
         session.add(benchmark)
         session.flush()
         change = Change(repository_id=repository.id, benchmark_id=benchmark.id, kind="perf-regression",  # type: ignore[arg-type]
-                        range_start_sha=SHAS[0], range_end_sha=SHAS[6], suite="benchmarks",
+                        phase="narrowing", device_id=device.id, range_start_sha=SHAS[0], range_end_sha=SHAS[6],
+                        range_start_position=1, range_end_position=7, suite="benchmarks",
                         details={"before": BEFORE, "after": AFTER, "device_id": device.id,
                                  "bisect_range": SHAS[1:6]})
         session.add(change)
@@ -48,7 +50,7 @@ def _measure(session: Session, sha: str, median: float | None, attempt: int = 0,
     assert repository is not None and device is not None
     run = Run(repository_id=1, commit_id=commit.id, trigger="bisect", state=state,  # type: ignore[arg-type]
               device_id=device.id if median is not None else None,
-              idempotency_key=bisect_key(repository, sha, device, attempt))
+              idempotency_key=bisect_key(repository, sha, device.fingerprint, attempt))
     session.add(run)
     session.flush()
     if median is not None:
@@ -83,6 +85,8 @@ def test_clear_levels_walk_the_range_to_the_first_bad_commit(ranged_change: int)
     change = _change(ranged_change)
     assert [entry["verdict"] for entry in change.details["bisect_log"]] == ["good", "bad", "bad"]
     assert change.range_start_sha == SHAS[3] and change.range_end_sha == SHAS[4]
+    assert (change.range_start_position, change.range_end_position) == (4, 5)
+    assert change.phase == "confirming"  # narrowed: next, an A/B of exactly SHAS[3] and SHAS[4]
     with session_scope() as session:
         first_bad = session.get(Commit, change.first_bad_commit_id)
         assert first_bad is not None and first_bad.sha == SHAS[4]

@@ -1,0 +1,62 @@
+"""Changes in the database: find the one a sighting belongs to, record a new one, list the shown.
+
+Identity is (repository, series, epoch, direction, location) — see service.analysis.lifecycle:
+a sighting overlapping a known change of the same benchmark (or test), device and kind is that
+change, whatever its phase or triage state, so no history is ever stored twice.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import ColumnElement
+from sqlmodel import Session, col, select
+
+from service.analysis.lifecycle import CONFIRMED, overlaps
+from service.core.models import Change, Commit
+
+OPEN_STATES = ("new", "acknowledged")
+
+
+def shown() -> ColumnElement[bool]:
+    """Changes people see: confirmed ones. Candidates and rejected sightings stay internal."""
+    return col(Change.phase) == CONFIRMED
+
+
+def find_same(session: Session, *, repository_id: int, kind: str, device_id: int | None,
+              benchmark_id: int | None = None, test_id: str | None = None,
+              start: int | None, end: int) -> Change | None:
+    """The known change this sighting ``(start, end]`` (positions) is, if any."""
+    query = select(Change).where(
+        Change.repository_id == repository_id, Change.kind == kind, Change.benchmark_id == benchmark_id,
+        Change.test_id == test_id)
+    if device_id is not None:
+        # Correctness outcomes do not depend on the device's epoch the way timings do, but a
+        # failure seen on another GPU model is still its own sighting.
+        query = query.where(Change.device_id == device_id)
+    for change in session.exec(query.order_by(col(Change.id))).all():
+        if change.range_end_position is None:
+            continue
+        if overlaps(start, end, change.range_start_position, change.range_end_position):
+            return change
+    return None
+
+
+def narrow_to(change: Change, good: Commit | None, bad: Commit) -> None:
+    """Keep the tighter of the change's range and ``(good, bad]``: both hold the step."""
+    start = good.position if good else None
+    if good is not None and (change.range_start_position is None or start > change.range_start_position):  # type: ignore[operator]
+        change.range_start_sha, change.range_start_position = good.sha, start
+    if change.range_end_position is None or bad.position < change.range_end_position:  # type: ignore[operator]
+        change.range_end_sha, change.range_end_position = bad.sha, bad.position
+
+
+def record(session: Session, *, repository_id: int, device_id: int | None, kind: str, phase: str,
+           good: Commit | None, bad: Commit, run_id: int | None, **fields: Any) -> Change:
+    """A new change first seen after ``good`` (last good measured commit) and at ``bad``."""
+    change = Change(repository_id=repository_id, device_id=device_id, kind=kind, phase=phase,
+                    detected_run_id=run_id, **fields)
+    narrow_to(change, good, bad)
+    session.add(change)
+    session.flush()
+    return change

@@ -1,0 +1,103 @@
+"""The bubblewrap command line that confines one suite: what it sees, what it may write.
+
+A suite is a stranger's code on a GPU host. Inside ``bwrap`` it gets its own PID, IPC, UTS,
+cgroup and (by default) network namespaces, so it sees no other process, cannot read another
+process's environment, and every process it starts dies with it (bwrap's PID 1 takes the
+namespace down when the suite's command ends). Its filesystem is built from an allow-list:
+the system (read-only), the interpreter roofwatch runs under (read-only), the paths the runner
+names writable (the worktree, the result folder) or read-only (the setup cache), and empty
+in-memory folders for HOME and TMPDIR. Nothing else exists in it: not the data dir with its
+mirrors and database, not another repository's files, not the operator's home.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+# Read-only system folders; whichever exist on this host are mounted.
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys")
+# Only the parts of /etc a program needs to start, resolve names and verify TLS; the rest
+# (shadow, the operator's configuration) stays out.
+ETC_ENTRIES = ("passwd", "group", "hosts", "resolv.conf", "nsswitch.conf", "host.conf",
+               "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime",
+               "ssl", "ca-certificates", "ca-certificates.conf", "mime.types", "protocols",
+               "services", "os-release", "gai.conf")
+# The GPU: NVIDIA's device nodes, passed through as devices (the rest of /dev is a minimal one).
+GPU_DEVICE_GLOBS = ("nvidia*", "nvidia-caps", "dri")
+GIB = 1024 ** 3
+
+
+class SandboxUnavailable(RuntimeError):
+    """bubblewrap is missing or cannot create namespaces here; untrusted code must not run."""
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """What one sandboxed command may touch; paths keep their host names inside."""
+
+    writable: tuple[Path, ...] = ()
+    readable: tuple[Path, ...] = ()
+    # Empty in-memory folders (HOME, TMPDIR), private to this command, capped at ``private_size``.
+    private: tuple[Path, ...] = ()
+    network: bool = False
+    private_size: int = GIB
+    devices: tuple[Path, ...] = field(default_factory=lambda: gpu_devices())
+
+
+def gpu_devices(dev: Path = Path("/dev")) -> tuple[Path, ...]:
+    return tuple(sorted({path for pattern in GPU_DEVICE_GLOBS for path in dev.glob(pattern)}))
+
+
+def interpreter_dirs() -> tuple[Path, ...]:
+    """The Python environment suites run under (``python`` in a suite command), read-only."""
+    dirs = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent}
+    return tuple(sorted(dirs))
+
+
+def _ro(paths: Iterable[Path | str]) -> list[str]:
+    return [arg for path in paths if Path(path).exists() for arg in ("--ro-bind", str(path), str(path))]
+
+
+def command(argv: list[str], isolation: Isolation, binary: str = "bwrap", cwd: Path | None = None) -> list[str]:
+    """``argv`` wrapped in bwrap; order matters: later mounts cover earlier ones."""
+    args = [binary, "--unshare-all", "--die-with-parent", "--new-session"]
+    if isolation.network:
+        args.append("--share-net")
+    args += _ro(SYSTEM_DIRS)
+    args += _ro(Path("/etc") / name for name in ETC_ENTRIES)
+    args += _ro(interpreter_dirs())
+    args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run"]
+    for device in isolation.devices:
+        args += ["--dev-bind-try", str(device), str(device)]
+    for path in isolation.private:
+        args += ["--size", str(isolation.private_size), "--perms", "0700", "--tmpfs", str(path)]
+    args += _ro(isolation.readable)
+    for path in isolation.writable:
+        args += ["--bind", str(path), str(path)]
+    if cwd is not None:
+        args += ["--chdir", str(cwd)]
+    return [*args, "--", *argv]
+
+
+@lru_cache(maxsize=4)
+def check(binary: str = "bwrap") -> None:
+    """Start one empty sandbox; raise ``SandboxUnavailable`` with bwrap's own words if it fails."""
+    found = shutil.which(binary)
+    if found is None:
+        raise SandboxUnavailable(
+            f"{binary!r} is not installed (Debian/Ubuntu: apt-get install bubblewrap)")
+    try:
+        done = subprocess.run(command(["/bin/true"], Isolation(devices=()), found),
+                              capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SandboxUnavailable(f"bubblewrap could not start: {exc}") from exc
+    if done.returncode != 0:
+        raise SandboxUnavailable(
+            f"bubblewrap cannot create its namespaces here: {done.stderr.strip()} (a container needs "
+            "user namespaces allowed, e.g. docker's seccomp=unconfined and apparmor=unconfined)")
