@@ -8,6 +8,7 @@ import sys
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from service.cli.consoles import make_console
@@ -221,7 +222,7 @@ def regressions(
         pct = "" if row["change_pct"] is None else f"{row['change_pct']:+.1f}"
         interval = "" if row["ci_low"] is None else f"[{row['ci_low']:+.1f}, {row['ci_high']:+.1f}]"
         p = "" if row["p_value"] is None else f"{row['p_value']:.2g}"
-        table.add_row(row["benchmark"], row["suite"], row["kind"], commit, pct, interval, p, row["state"])
+        table.add_row(escape(row["benchmark"]), row["suite"], row["kind"], commit, pct, interval, p, row["state"])
     console.print(table if rows else "no changes detected")
 
 

@@ -88,8 +88,8 @@ def _steps() -> list[Step]:
     matmul_tiled = _edited(template("matmul.tiled.py"), "    device.complete(started, bytes_moved=moved, flops=2 * m * n * k)\n",
                            "    flops = 2 * m * n * k  # one multiply and one add per term\n"
                            "    device.complete(started, bytes_moved=moved, flops=flops)\n")
-    device_documented = _edited(template("device.py"), "LAUNCH_S = 5.0e-4",
-                                "# Launch latency: what a call costs however little it moves.\nLAUNCH_S = 5.0e-4")
+    device_documented = _edited(template("device.py"), "LAUNCH_S = 2.0e-3",
+                                "# Launch latency: what a call costs however little it moves.\nLAUNCH_S = 2.0e-3")
     readme_more = template("README.md") + (
         "\n## Running the suites\n\n```bash\npython -m pytest checks -q\n"
         "python -m pytest bench -q --benchmark-only\n```\n")

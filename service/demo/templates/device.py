@@ -9,9 +9,9 @@ host, however busy, and the verdicts roofwatch reaches on this history are certa
 
 import time
 
-BANDWIDTH = 1.0e9  # bytes/s of the modelled memory: below any host's, so no host roof is beaten
-PEAK_FLOPS = 4.0e9  # FLOP/s
-LAUNCH_S = 5.0e-4  # seconds per kernel launch
+BANDWIDTH = 2.5e8  # bytes/s of the modelled memory: below any host's, so no host roof is beaten
+PEAK_FLOPS = 1.0e9  # FLOP/s
+LAUNCH_S = 2.0e-3  # seconds per kernel launch: long enough that a late wake-up on a busy host is small beside it
 
 
 def modelled_seconds(bytes_moved: float, flops: float) -> float:
