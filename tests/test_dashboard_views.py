@@ -74,9 +74,10 @@ def _benchmark(session: Session, repo: Repository, name: str, device_class: str,
                                    bytes=nbytes))
 
 
-def _run(session: Session, repo: Repository, sha: str, device: Device, trigger: str = "push") -> Run:
+def _run(session: Session, repo: Repository, sha: str, device: Device, trigger: str = "push",
+         position: int | None = None) -> Run:
     commit = _add(session, Commit(repository_id=repo.id, sha=sha, message=f"commit {sha[:6]}\n\nbody",
-                                  committed_at=datetime(2026, 1, 1, tzinfo=UTC)))
+                                  committed_at=datetime(2026, 1, 1, tzinfo=UTC), position=position))
     return _add(session, Run(repository_id=repo.id, commit_id=commit.id, trigger=trigger, device_id=device.id,
                              state="succeeded", idempotency_key=f"{sha}:{trigger}"))
 
@@ -100,7 +101,7 @@ def _history(session: Session) -> dict[str, Any]:
     matmul = _benchmark(session, repo, "matmul", H200, "bf16", "4096x4096x4096", 2 * 4096**3, 3 * 2 * 4096**2)
     stale = _benchmark(session, repo, "layernorm", H200, "fp32", "8192x1024", 8 * 8192 * 1024, 8 * 8192 * 1024)
     copy = _benchmark(session, repo, "copy", H200, "fp32", "1M", 0.0, 8e6)  # no FLOPs: not on a roofline
-    runs = [_run(session, repo, sha, devices[H200]) for sha in SHAS]
+    runs = [_run(session, repo, sha, devices[H200], position=i) for i, sha in enumerate(SHAS)]
     for i, run in enumerate(runs):
         _measure(session, run, softmax, SOFTMAX_S[i])
         _measure(session, run, matmul, MATMUL_S[i])
@@ -233,6 +234,22 @@ def test_roofline_default_comparison_goes_back_runs_and_draws_arrows(client: Tes
     assert earlier["y"][earlier["customdata"].index(ids["softmax"])] == pytest.approx(5 * 4096 * 4096 / SOFTMAX_S[2])
     shift = _traces(figure, "shift")[0]
     assert shift["x"].count(None) == 2 and shift["marker"]["symbol"] == "arrow"
+
+
+def _move_cells(text: str) -> dict[str, str]:
+    """Benchmark name → the CSS class of its Δ-time cell in the roofline page's moves table."""
+    table = text.split('id="moves"', 1)[1].split("</table>", 1)[0]
+    return {m.group(1): m.group(2) for m in re.finditer(
+        r"<code>(\w+)</code>.*?<td class=\"([\w-]+)\"\s+title=", table, flags=re.S)}
+
+
+def test_roofline_moves_are_coloured_only_for_confirmed_changes_between_the_runs(client: TestClient) -> None:
+    # Push 2 → 4: softmax's confirmed regression (push 3) and matmul's improvement (push 4) lie between.
+    assert _move_cells(client.get("/roofline", params={"back": 2}).text) == {
+        "softmax": "dir-regression", "matmul": "dir-improvement"}
+    # Push 3 → 4: softmax moved again, but its change is not in between, so the move is grey.
+    assert _move_cells(client.get("/roofline", params={"back": 1}).text) == {
+        "softmax": "muted", "matmul": "dir-improvement"}
 
 
 def test_roofline_against_a_sha_prefix_or_a_run_id(client: TestClient, ids: dict[str, Any]) -> None:
