@@ -30,4 +30,5 @@ if ! command -v bwrap >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; the
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq bubblewrap >/dev/null
 fi
 
-exec .venv/bin/python -m pytest "$@"
+# Every core (pytest-xdist), and the 15 slowest tests at the end so slow ones are seen.
+exec .venv/bin/python -m pytest -n "${ROOFWATCH_TEST_WORKERS:-2}" --durations=15 "$@"

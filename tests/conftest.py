@@ -134,7 +134,9 @@ def seeded_app(seeded_data_dir: Path, monkeypatch: pytest.MonkeyPatch):  # type:
     _reset_caches()
 
 
-REDIS_URL = os.environ.get("ROOFWATCH_TEST_REDIS", "redis://127.0.0.1:6379/15")
+# One Redis database per pytest-xdist worker (gw0 -> 15, gw1 -> 14, …): flushing is per test.
+_XDIST_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+REDIS_URL = os.environ.get("ROOFWATCH_TEST_REDIS", f"redis://127.0.0.1:6379/{15 - _XDIST_WORKER}")
 
 
 @pytest.fixture

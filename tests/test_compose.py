@@ -10,8 +10,8 @@ volumes are declared, each GPU worker reserves its own GPU, and suites run as ``
 
 from __future__ import annotations
 
-import hashlib
 import copy
+import hashlib
 import json
 import os
 import re

@@ -20,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlmodel import Session
 
 from service.core.db import downgrade, make_engine, migrate
-from service.core.models import RUN_STATES, Commit, GitHubReport, Repository, Run, WebhookDelivery, utcnow
+from service.core.models import RUN_STATES, Commit, Device, GitHubReport, Repository, Run, WebhookDelivery, utcnow
 
 Samples = dict[str, dict[tuple[tuple[str, str], ...], float]]
 
@@ -53,6 +53,7 @@ def seed(url: str) -> None:
     with Session(engine) as session:
         repository = Repository(full_name="acme/kernels", clone_url="/nowhere")
         session.add(repository)
+        session.add(Device(fingerprint="f" * 64, device_class="NVIDIA H100", hostname="gpu-7", environment_shifts=3))
         session.flush()
         commit = Commit(repository_id=repository.id, sha="a" * 40)  # type: ignore[arg-type]
         session.add(commit)
@@ -136,6 +137,8 @@ def test_database_metrics(database_url: str, metrics_env: pytest.MonkeyPatch) ->
     assert value(samples, "roofwatch_webhook_deliveries", outcome="accepted") == 2
     assert value(samples, "roofwatch_webhook_deliveries", outcome="ignored") == 1
     assert value(samples, "roofwatch_webhook_deliveries", outcome="failed") == 0  # two days old
+    assert value(samples, "roofwatch_device_environment_shifts", device_class="NVIDIA H100", hostname="gpu-7",
+                 fingerprint="f" * 12) == 3
 
     # Embedded mode: no broker, so nothing about one (not even "down").
     assert not any(name.startswith(("roofwatch_broker", "roofwatch_queue", "roofwatch_worker")) for name in samples)

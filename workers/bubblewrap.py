@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from workers.errors import SandboxUnavailable
+
 # Read-only system folders; whichever exist on this host are mounted.
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys")
 # Only the parts of /etc a program needs to start, resolve names and verify TLS; the rest
@@ -31,10 +33,6 @@ ETC_ENTRIES = ("passwd", "group", "hosts", "resolv.conf", "nsswitch.conf", "host
 # The GPU: NVIDIA's device nodes, passed through as devices (the rest of /dev is a minimal one).
 GPU_DEVICE_GLOBS = ("nvidia*", "nvidia-caps", "dri")
 GIB = 1024 ** 3
-
-
-class SandboxUnavailable(RuntimeError):
-    """bubblewrap is missing or cannot create namespaces here; untrusted code must not run."""
 
 
 @dataclass(frozen=True)

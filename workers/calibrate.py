@@ -34,16 +34,12 @@ from typing import Any
 from suites.roofline import Peaks
 from suites.timing import GpuTimer, GraphPolicy, HostTimer, StoppingRule, Timer, WarmUp
 from workers.envelope import DeviceInfo
-from workers.errors import RoofwatchError
+from workers.errors import CalibrationError
 
 log = logging.getLogger(__name__)
 
 MATMUL_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
 CALIBRATION_TIMEOUT_S = 900.0
-
-
-class CalibrationError(RoofwatchError):
-    """The device could not be measured (no such GPU, a crash, unreadable output)."""
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,9 @@ class Envelope(BaseModel):
     suites: list[SuiteResult] = Field(default_factory=list)
     started_at: datetime
     finished_at: datetime
+    # Where the suites came from (the commit's pyproject.toml or a stored config, and why):
+    # optional with a default, so envelopes of workers that predate it still validate.
+    suites_source: str = ""
 
 
 class RoundRecord(BaseModel):

@@ -1,4 +1,7 @@
-"""Errors roofwatch turns into recorded outcomes instead of tracebacks.
+"""Errors roofwatch turns into recorded outcomes instead of tracebacks: the workers' part of the tree.
+
+The whole tree, with the service's errors, is drawn in ``service/core/errors.py``; it lives here
+at its root so that workers import nothing of the service.
 
     RoofwatchError
      ├── CheckoutError            git could not give us the tree we asked for
@@ -6,6 +9,8 @@
      │    └── UnknownRevision     the SHA / ref / range does not exist in the repository
      ├── SuiteConfigError         [tool.roofwatch] is present but malformed
      ├── ResultFileError          a suite's JUnit XML / benchmark JSON is missing or unreadable
+     ├── CalibrationError         the device's peaks could not be measured
+     ├── SandboxUnavailable       bubblewrap is missing or cannot confine a suite here
      └── UnknownRepository        a name that was never registered with `roofwatch repo add`
 """
 
@@ -36,3 +41,11 @@ class ResultFileError(RoofwatchError):
 
 class UnknownRepository(RoofwatchError):
     pass
+
+
+class CalibrationError(RoofwatchError):
+    """The device could not be measured (no such GPU, a crash, unreadable output)."""
+
+
+class SandboxUnavailable(RoofwatchError, RuntimeError):
+    """bubblewrap is missing or cannot create namespaces here; untrusted code must not run."""

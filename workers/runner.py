@@ -22,9 +22,10 @@ from workers import bubblewrap, checkout, sandbox
 from workers.device import probe
 from workers.envelope import CommitRecord, DeviceInfo, Envelope, SuiteResult
 from workers.errors import CheckoutError, ResultFileError, SuiteConfigError
+from workers.external_suites import choose_suites, lay_over
 from workers.results import parse_benchmark_json, parse_junit
 from workers.settings import get_worker_settings
-from workers.suite_config import SuiteSpec, load_suites
+from workers.suite_config import SuiteSpec
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,11 @@ class Job:
     # The repository's own switch (set by its operator, never by its pyproject): suites reach
     # the network. Setup always may (it installs things).
     suite_network: bool = False
+    # Suites kept outside the repository (TOML text) and what to call them in the run's record;
+    # suites_from: a SHA whose suite files every suite with suite_paths runs with (backfill).
+    suites_toml: str = ""
+    suites_label: str = ""
+    suites_from: str = ""
 
 
 class SuiteLimits(Protocol):
@@ -79,12 +85,14 @@ def run_job(job: Job, device: DeviceInfo | None = None, progress: Progress | Non
     device = device or probe()
     data_dir = Path(job.data_dir)
 
+    source = ""
+
     def envelope(status: str, reason: str = "", suites: list[SuiteResult] | None = None,
                   commit: CommitRecord | None = None) -> Envelope:
         return Envelope(
             run_id=job.run_id, idempotency_key=job.idempotency_key, repository=job.repository,
             sha=job.sha, status=status, reason=reason, commit=commit, device=device,  # type: ignore[arg-type]
-            suites=suites or [], started_at=started, finished_at=_utcnow(),
+            suites=suites or [], started_at=started, finished_at=_utcnow(), suites_source=source,
         )
 
     try:
@@ -93,12 +101,13 @@ def run_job(job: Job, device: DeviceInfo | None = None, progress: Progress | Non
         commit = CommitRecord(**vars(info)) if info else None
         with checkout.worktree(mirror, job.sha, data_dir / "worktrees") as tree:
             try:
-                specs = load_suites(tree)
+                specs, source = choose_suites(tree, job.suites_toml, job.suites_label)
+                if specs is None:
+                    return envelope("skipped", "no [[tool.roofwatch.suites]] in pyproject.toml", commit=commit)
+                laid = [lay_over(mirror, tree, spec, job.suites_from) for spec in specs]
             except SuiteConfigError as exc:
                 return envelope("errored", str(exc), commit=commit)
-            if specs is None:
-                return envelope("skipped", "no [[tool.roofwatch.suites]] in pyproject.toml", commit=commit)
-            results = [run_suite(spec, tree, data_dir, job, progress) for spec in specs]
+            results = [_noted(run_suite(spec, tree, data_dir, job, progress), note) for spec, note in laid]
     except CheckoutError as exc:
         return envelope("errored", str(exc))
 
@@ -110,6 +119,13 @@ def run_job(job: Job, device: DeviceInfo | None = None, progress: Progress | Non
         status = "succeeded"
     failed = [r.name for r in results if r.status != "passed"]
     return envelope(status, f"suites not passed: {', '.join(failed)}" if failed else "", results, commit)
+
+
+def _noted(result: SuiteResult, note: str) -> SuiteResult:
+    """The suite's result with where its files came from (backfill), kept in its recorded reason."""
+    if not note:
+        return result
+    return result.model_copy(update={"reason": f"{result.reason}; {note}" if result.reason else note})
 
 
 def _run_setup(spec: SuiteSpec, tree: Path, data_dir: Path, job: SuiteLimits) -> str | None:

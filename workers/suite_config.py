@@ -21,6 +21,10 @@ class SuiteSpec(BaseModel):
     # Files whose content keys the setup cache: setup reruns only when they change.
     setup_inputs: list[str] = Field(default_factory=lambda: ["pyproject.toml"])
     env: dict[str, str] = Field(default_factory=dict)
+    # Backfill: take ``suite_paths`` from this ref and lay them over each measured commit's tree,
+    # so today's suite measures old kernel code (see workers/external_suites.py).
+    suites_from: str | None = None
+    suite_paths: list[str] = Field(default_factory=list)
 
     @field_validator("command")
     @classmethod
@@ -42,10 +46,21 @@ def load_suites(worktree: Path) -> list[SuiteSpec] | None:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise SuiteConfigError(f"pyproject.toml is not valid TOML: {exc}") from exc
+    return suites_in(data)
+
+
+def roofwatch_table(data: dict[str, object]) -> dict[str, object] | None:
+    """``[tool.roofwatch]`` of a parsed TOML document, or None."""
     tool = data.get("tool")
     table = tool.get("roofwatch") if isinstance(tool, dict) else None
     if table is not None and not isinstance(table, dict):
         raise SuiteConfigError("[tool.roofwatch] must be a table")
+    return table
+
+
+def suites_in(data: dict[str, object]) -> list[SuiteSpec] | None:
+    """The validated ``[[tool.roofwatch.suites]]`` of a parsed TOML document, or None when absent."""
+    table = roofwatch_table(data)
     if table is None or "suites" not in table:
         return None
     raw = table["suites"]

@@ -15,7 +15,7 @@ from fastapi.responses import HTMLResponse
 from dashboard.common import TEMPLATES, script_json
 from dashboard.distribution_chart import distribution_figure
 from dashboard.figures import PLOT_CONFIG
-from dashboard.pr_comment import comment_html, comment_markdown
+from dashboard.pr_comment import comment_html
 from service.api.deps import SessionDep
 from service.core.config import get_settings
 from service.core.models import Commit, Comparison, Repository, Run
@@ -72,12 +72,14 @@ def register(app: FastAPI) -> None:
         assert repository is not None
         base_ref = comparison.details.get("pull_request", {}).get("base_ref", repository.default_branch)
         url = f"{get_settings().public_url.rstrip('/')}/compare/{comparison_id}"
-        comment = comment_markdown(report, repository.full_name, (run.pr_number if run else None) or 0, base_ref, url)
+        render = getattr(request.app.state, "render_pr_comment", None)
+        comment = render(report, repository.full_name, (run.pr_number if run else None) or 0, base_ref, url) \
+            if render else ""
         return TEMPLATES.TemplateResponse(request, "compare.html", {
             "comparison": comparison, "report": report, "rows": rows, "charts": charts,
             "charted": {c["row"]["benchmark_id"] for c in charts}, "max_charts": MAX_DEFAULT_CHARTS,
             "config": json.dumps(PLOT_CONFIG),
-            "repository": repository, "run": run, "comment_html": comment_html(comment), "comment_markdown": comment,
+            "repository": repository, "run": run, "comment_html": comment_html(comment) if comment else "", "comment_markdown": comment,
             "base": session.get(Commit, comparison.base_commit_id),
             "head": session.get(Commit, comparison.head_commit_id),
         })

@@ -15,8 +15,10 @@ from service.api import background
 from service.api.deps import SessionDep
 from service.api.metrics import router as metrics_router
 from service.api.routes import router as api_router
+from service.api.uploads import router as upload_router
 from service.api.webhooks import router as webhook_router
 from service.core.config import get_settings
+from service.github.comment import comment_for
 
 REPORT_SWEEP_S = 60.0
 
@@ -51,11 +53,12 @@ def create_app() -> FastAPI:
     app.include_router(api_router)
     app.include_router(webhook_router)
     app.include_router(metrics_router)
+    app.include_router(upload_router)
 
     @app.get("/healthz", tags=["ops"])
     def healthz(session: SessionDep) -> dict[str, str]:
         session.exec(text("SELECT 1"))  # type: ignore[call-overload]
         return {"status": "ok"}
 
-    mount_dashboard(app)
+    mount_dashboard(app, render_comment=comment_for)
     return app

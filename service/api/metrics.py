@@ -30,7 +30,7 @@ from sqlmodel import Session, col, select
 
 from service.core.config import get_settings
 from service.core.db import get_engine
-from service.core.models import DELIVERY_OUTCOMES, RUN_STATES, GitHubReport, Run, WebhookDelivery, utcnow
+from service.core.models import DELIVERY_OUTCOMES, RUN_STATES, Device, GitHubReport, Run, WebhookDelivery, utcnow
 from workers.celery_app import CPU_QUEUE, INGEST_QUEUE
 from workers.redelivery import HEARTBEAT_KEY
 
@@ -96,6 +96,8 @@ def database_metrics(engine: Engine) -> list[Metric]:
             col(GitHubReport.delivered_version) < col(GitHubReport.version))).one()
         deliveries = dict(session.exec(select(WebhookDelivery.outcome, func.count()).where(
             col(WebhookDelivery.received_at) >= since).group_by(col(WebhookDelivery.outcome))).all())
+        shifts = session.exec(select(Device.device_class, Device.hostname, Device.fingerprint,
+                                     Device.environment_shifts)).all()
 
     runs = GaugeMetricFamily("roofwatch_runs", "Runs in each state", labels=["state"])
     for state in dict.fromkeys([*RUN_STATES, *sorted(states)]):
@@ -107,8 +109,14 @@ def database_metrics(engine: Engine) -> list[Metric]:
                                  labels=["outcome"])
     for outcome in dict.fromkeys([*DELIVERY_OUTCOMES, *sorted(deliveries)]):
         webhooks.add_metric([outcome or "unknown"], deliveries.get(outcome, 0))
+    # A/Bs in which one side moved almost every benchmark by one factor: the machine, not the code.
+    environment = GaugeMetricFamily("roofwatch_device_environment_shifts",
+                                    "Confirmation A/Bs measured again because the device moved every benchmark",
+                                    labels=["device_class", "hostname", "fingerprint"])
+    for device_class, hostname, fingerprint, count in shifts:
+        environment.add_metric([device_class, hostname, fingerprint[:12]], count)
     durations = [(finished - started).total_seconds() for started, finished in spans if started and finished]
-    return [runs, duration_histogram(durations), reports, webhooks]
+    return [runs, duration_histogram(durations), reports, webhooks, environment]
 
 
 def _broker_client(url: str) -> redis.Redis:

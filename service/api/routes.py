@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 from sqlmodel import select
 
 from service.api.deps import SessionDep, TokenDep
+from service.core.errors import UnknownRepository
 from service.core.models import (
     Benchmark,
     Change,
@@ -23,12 +24,15 @@ from service.core.models import (
     TriageState,
 )
 from service.records import queries
+from service.records.repositories import find_repository
 from workers.redaction import redact
 
 router = APIRouter(prefix="/api", tags=["api"])
 
 # Row ids are 64-bit; a larger number is a bad request (422), not a database overflow.
 RowId = Annotated[int, Path(ge=0, le=2**63 - 1)]
+RepoQuery = Annotated[str | None, Query(
+    description="OWNER/NAME, clone URL or the local path `roofwatch run --repo` was given; unknown: 404")]
 
 # Documented so clients (and the property tests run against /openapi.json) know what to expect.
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "unknown repository or id"}}
@@ -41,12 +45,13 @@ WRITE: dict[int | str, dict[str, Any]] = {
 
 
 def _repository_id(session: SessionDep, repo: str | None) -> int | None:
+    """``?repo=`` names a repository the way ``roofwatch run`` does: ``OWNER/NAME``, clone URL or path."""
     if repo is None:
         return None
-    row = session.exec(select(Repository).where(Repository.full_name == repo)).first()
-    if row is None:
-        raise HTTPException(404, f"unknown repository {repo!r}")
-    return row.id
+    try:
+        return find_repository(session, repo).id
+    except UnknownRepository as exc:
+        raise HTTPException(404, str(exc)) from exc
 
 
 @router.get("/repositories")
@@ -56,7 +61,7 @@ def list_repositories(session: SessionDep) -> list[Repository]:
 
 
 @router.get("/runs", responses=NOT_FOUND)
-def list_runs(session: SessionDep, repo: str | None = None,
+def list_runs(session: SessionDep, repo: RepoQuery = None,
               limit: int = Query(50, ge=1, le=1000)) -> list[dict[str, Any]]:
     return queries.recent_runs(session, _repository_id(session, repo), limit)
 
@@ -84,7 +89,7 @@ def get_run(run_id: RowId, session: SessionDep) -> dict[str, Any]:
 
 
 @router.get("/benchmarks", responses=NOT_FOUND)
-def list_benchmarks(session: SessionDep, repo: str | None = None) -> list[Benchmark]:
+def list_benchmarks(session: SessionDep, repo: RepoQuery = None) -> list[Benchmark]:
     return queries.benchmarks(session, _repository_id(session, repo))
 
 
@@ -97,9 +102,8 @@ def get_series(benchmark_id: RowId, session: SessionDep) -> dict[str, Any]:
 
 
 @router.get("/changes", responses=NOT_FOUND)
-def list_changes(session: SessionDep, repo: str | None = None) -> list[dict[str, Any]]:
-    _repository_id(session, repo)
-    return queries.change_rows(session, repo)
+def list_changes(session: SessionDep, repo: RepoQuery = None) -> list[dict[str, Any]]:
+    return queries.change_rows(session, _repository_id(session, repo))
 
 
 class TriageRequest(BaseModel):

@@ -14,13 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from service.analysis import changepoints
-from workers.errors import RoofwatchError
+from service.core.errors import CsvHistoryError
 
 MISSING = {"", "nan", "na", "null", "none", "-"}
-
-
-class CsvHistoryError(RoofwatchError):
-    """The history file cannot be read as commit + numeric columns."""
 
 
 @dataclass

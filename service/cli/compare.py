@@ -14,6 +14,7 @@ from sqlmodel import select
 
 from service.core.config import get_settings
 from service.core.db import session_scope
+from service.core.errors import RoofwatchError
 from service.core.keys import comparison_key, comparison_key_prefix, starts_with
 from service.core.models import Comparison, Repository
 from service.records.comparisons import ab_job_for, comparison_report, create_comparison
@@ -21,7 +22,6 @@ from service.records.repositories import mirror_and_source, resolve_repository
 from service.records.runs import upsert_commit
 from workers import checkout
 from workers.device import probe, queue_name
-from workers.errors import RoofwatchError
 
 # Exit codes: a CI step can gate on them.
 EXIT = {"no-change": 0, "improvement": 0, "regression": 1, "failure": 1, "inconclusive": 3, "errored": 2}

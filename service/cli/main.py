@@ -5,13 +5,17 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
+from service.cli import suites as suites_command
+from service.cli import upload as upload_command
 from service.cli.consoles import make_console
+from service.cli.database import prepare_database
 from service.core.config import get_settings
 
 app = typer.Typer(help="Performance-regression CI for GPU kernels.", no_args_is_help=True,
@@ -29,15 +33,6 @@ err = make_console(stderr=True)
 def _fail(message: str, code: int = 2) -> None:
     err.print(f"[bold red]error:[/] {message}")
     raise typer.Exit(code)
-
-
-def _prepare_database() -> None:
-    """Migrate automatically on the embedded SQLite default; a shared server is migrated on purpose."""
-    settings = get_settings()
-    if settings.sqlalchemy_url.startswith("sqlite"):
-        from service.core.db import migrate
-
-        migrate()
 
 
 @db_app.command("upgrade")
@@ -60,19 +55,26 @@ def repo_add(
     suite_network: Annotated[bool | None, typer.Option(
         "--suite-network/--no-suite-network", help="let this repository's suites reach the network (off by default)")
     ] = None,
+    suites: Annotated[Path | None, typer.Option(
+        "--suites", help="TOML with [[tool.roofwatch.suites]] tables, kept in roofwatch instead of the repository")] = None,
 ) -> None:
     """Register a repository; webhooks for OWNER/NAME then clone from CLONE_URL."""
     from service.core.db import session_scope
+    from service.core.errors import RoofwatchError
     from service.records.repositories import register
-    from workers.errors import RoofwatchError
 
-    _prepare_database()
+    prepare_database()
     try:
         with session_scope() as session:
             repository = register(session, full_name, clone_url, default_branch, trust_policy, suite_network)
             console.print(f"registered [bold]{repository.full_name}[/] → {repository.clone_url}")
-    except RoofwatchError as exc:
+            if suites is not None:
+                suites_command.set_suites(session, repository, suites, console)
+    except (RoofwatchError, OSError) as exc:
         _fail(str(exc))
+
+
+repo_app.command("set-suites")(suites_command.set_suites_command)
 
 
 @demo_app.command("init")
@@ -96,6 +98,10 @@ def run(
     force: Annotated[bool, typer.Option("--force", help="measure again commits already measured on this device")] = False,
     wait: Annotated[bool, typer.Option("--wait/--no-wait", help="with a broker: wait for the runs")] = True,
     device_class: Annotated[str | None, typer.Option("--device-class", help="with a broker: the device queue to use")] = None,
+    suites: Annotated[Path | None, typer.Option(
+        "--suites", help="one-off: suites from this TOML file (same tables as pyproject.toml), not stored")] = None,
+    suites_from: Annotated[str | None, typer.Option(
+        "--suites-from", help="backfill: every suite with suite_paths runs with those paths taken from REF")] = None,
     format_: Annotated[str, typer.Option("--format", help="table | json (progress then goes to stderr)")] = "table",
 ) -> None:
     """Check out and run the suites on each commit, store, analyse, print a summary."""
@@ -103,9 +109,9 @@ def run(
 
     if format_ not in ("table", "json"):
         _fail(f"--format must be table or json, not {format_!r}")
-    _prepare_database()
+    prepare_database()
     request = RunRequest(repo=repo, revs=rev or [], range_spec=range_, last=last, force=force,
-                         wait=wait, device_class=device_class)
+                         wait=wait, device_class=device_class, suites_file=suites, suites_from=suites_from)
     code = execute(request, err, report=write_json) if format_ == "json" else execute(request, console)
     raise typer.Exit(code)
 
@@ -122,7 +128,7 @@ def serve(
     from workers.logs import configure_logging
 
     configure_logging(get_settings().log_format, "info")
-    _prepare_database()
+    prepare_database()
     console.print(f"roofwatch dashboard on [link]http://{host}:{port}/[/link]")
     # log_config=None: uvicorn's lines go through our handlers (text or JSON), not its own.
     uvicorn.run(create_app(), host=host, port=port, log_level="info", log_config=None)
@@ -193,7 +199,7 @@ def calibrate(
 
     settings = get_settings()
     store_cached(settings.data_dir, info.fingerprint, calibration)
-    _prepare_database()
+    prepare_database()
     sent = register_device.delay(with_peaks(info, calibration).model_dump(mode="json"))
     if settings.embedded:
         console.print(f"stored as measured peaks of device {sent.get()}")
@@ -203,16 +209,21 @@ def calibrate(
 
 @app.command()
 def regressions(
-    repo: Annotated[str | None, typer.Option("--repo")] = None,
+    repo: Annotated[str | None, typer.Option("--repo", help="OWNER/NAME, local path or clone URL, as `run` takes it")] = None,
     format_: Annotated[str, typer.Option("--format", help="table | json")] = "table",
 ) -> None:
     """The detected changes."""
     from service.core.db import session_scope
+    from service.core.errors import RoofwatchError
     from service.records.queries import change_rows
+    from service.records.repositories import find_repository
 
-    _prepare_database()
-    with session_scope() as session:
-        rows = change_rows(session, repo)
+    prepare_database()
+    try:
+        with session_scope() as session:
+            rows = change_rows(session, find_repository(session, repo).id if repo is not None else None)
+    except RoofwatchError as exc:
+        _fail(str(exc))
     if format_ == "json":
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
@@ -243,7 +254,7 @@ def compare(
     """
     from service.cli.compare import CompareRequest, execute, render
 
-    _prepare_database()
+    prepare_database()
     out = err if format_ == "json" else console
     code, data = execute(CompareRequest(repo, base, head, min_rounds, max_rounds, wait), out)
     if data is not None:
@@ -284,20 +295,28 @@ def triage(
     change_id: Annotated[int, typer.Argument(help="the change's id (see `roofwatch regressions`)")],
     state: Annotated[str, typer.Argument(help="new | acknowledged | expected | invalid | fixed")],
     note: Annotated[str, typer.Option("--note", help="why, for the change's history")] = "",
+    repo: Annotated[str | None, typer.Option(
+        "--repo", help="OWNER/NAME, local path or clone URL: the change must belong to it")] = None,
 ) -> None:
     """Set a change's triage state."""
     import getpass
 
     from service.core.db import session_scope
-    from service.records.triage import TriageError, set_state
+    from service.core.errors import RoofwatchError
+    from service.records.repositories import find_repository
+    from service.records.triage import set_state
 
-    _prepare_database()
+    prepare_database()
     try:
         with session_scope() as session:
-            change = set_state(session, change_id, state, note, actor=getpass.getuser())
+            within = find_repository(session, repo) if repo is not None else None
+            change = set_state(session, change_id, state, note, actor=getpass.getuser(), within=within)
             console.print(f"change {change.id} is now [bold]{change.state}[/]")
-    except TriageError as exc:
+    except RoofwatchError as exc:
         _fail(str(exc))
+
+
+app.command("upload")(upload_command.upload)
 
 
 def main() -> None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -16,6 +17,7 @@ from sqlmodel import select
 
 from service.core.config import get_settings
 from service.core.db import session_scope
+from service.core.errors import RoofwatchError
 from service.core.models import Change, Commit, Measurement, Repository, Run, TestOutcome
 from service.flows.measure import job_for, submit
 from service.records.changes import shown
@@ -23,7 +25,7 @@ from service.records.repositories import mirror_and_source, resolve_repository
 from service.records.runs import create_run, measured_on, upsert_commit
 from workers import checkout
 from workers.device import probe, queue_name
-from workers.errors import RoofwatchError
+from workers.external_suites import parse_suites_file
 from workers.runner import local_progress
 
 DEFAULT_LAST = 1
@@ -38,6 +40,8 @@ class RunRequest:
     force: bool = False
     wait: bool = True
     device_class: str | None = None
+    suites_file: Path | None = None  # one-off suites (TOML), not stored
+    suites_from: str | None = None  # backfill REF, resolved where the user's revision names mean what they see
 
 
 def select_commits(source_repo: Path, request: RunRequest) -> list[str]:
@@ -55,6 +59,18 @@ def select_commits(source_repo: Path, request: RunRequest) -> list[str]:
     return list(dict.fromkeys(shas))
 
 
+def one_off_suites(request: RunRequest, source_repo: Path) -> dict[str, Any]:
+    """Job fields for ``--suites FILE`` and ``--suites-from REF`` (checked here, before anything runs)."""
+    fields: dict[str, Any] = {}
+    if request.suites_file is not None:
+        text = request.suites_file.read_text(encoding="utf-8")
+        parse_suites_file(text)
+        fields |= {"suites_toml": text, "suites_label": f"--suites {request.suites_file.name}"}
+    if request.suites_from:
+        fields["suites_from"] = checkout.resolve(source_repo, request.suites_from)
+    return fields
+
+
 def execute(request: RunRequest, console: Console, report: Report | None = None) -> int:
     """Run the request; the process exit code (0 ok, 1 failures or errors, 2 bad input).
 
@@ -69,7 +85,8 @@ def execute(request: RunRequest, console: Console, report: Report | None = None)
         shas = select_commits(source, request)
         # In branch order (first-parent position, never dates): each commit is analysed after the ones before it.
         infos = sorted((checkout.commit_info(mirror, sha) for sha in shas), key=lambda i: i.position)
-    except RoofwatchError as exc:
+        one_off = one_off_suites(request, source)
+    except (RoofwatchError, OSError) as exc:
         console.print(f"[bold red]error:[/] {exc}")
         return 2
 
@@ -107,7 +124,7 @@ def execute(request: RunRequest, console: Console, report: Report | None = None)
                 queued = session.get(Run, run_id)
                 assert queued is not None
                 commit = session.exec(select(Commit).where(Commit.id == queued.commit_id)).one()
-                job = job_for(queued, repository, commit, settings)
+                job = replace(job_for(queued, repository, commit, settings), **one_off)
             label = f"{sha[:12]} {commit.message.splitlines()[0][:50] if commit.message else ''}"
             bar.update(overall, description=label)
 

@@ -18,10 +18,12 @@ def utcnow() -> datetime:
 
 RUN_STATES = ("queued", "running", "succeeded", "failed", "errored", "cancelled", "skipped")
 TERMINAL_STATES = frozenset({"succeeded", "failed", "errored", "cancelled", "skipped"})
-TRIGGERS = ("push", "pull_request", "manual", "bisect", "schedule")
+TRIGGERS = ("push", "pull_request", "manual", "bisect", "schedule", "upload")
 CHANGE_KINDS = ("perf-regression", "perf-improvement", "correctness-failure", "numerics-drift")
 TriageState = Literal["new", "acknowledged", "expected", "invalid", "fixed"]
 TRIAGE_STATES: tuple[str, ...] = get_args(TriageState)
+# Whose pull requests run without a maintainer's approval (see service.github.trust).
+TRUST_POLICIES = ("maintainers-only", "everyone")
 
 
 class Repository(SQLModel, table=True):
@@ -102,9 +104,24 @@ class Run(SQLModel, table=True):
     idempotency_key: str = Field(unique=True, index=True)
     log_excerpt: str = ""
     error: str = ""
+    # Which suites ran and why: the commit's pyproject.toml or a stored config version (precedence).
+    suites_source: str = ""
     created_at: datetime = Field(default_factory=utcnow)
     started_at: datetime | None = None
     finished_at: datetime | None = None
+
+
+class SuiteConfig(SQLModel, table=True):
+    """Suites of a repository kept outside it (TOML); every version is kept, the newest is in force."""
+
+    __table_args__ = (UniqueConstraint("repository_id", "version"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    repository_id: int = Field(foreign_key="repository.id", index=True)
+    version: int
+    content: str  # the TOML, as given
+    origin: str = ""  # the file name it was read from
+    created_at: datetime = Field(default_factory=utcnow)
 
 
 class SuiteExecution(SQLModel, table=True):

@@ -13,6 +13,7 @@ from enum import StrEnum
 from celery import Signature, chain
 from celery.result import AsyncResult
 
+from service.core import task_queue
 from workers.ab import ABJob
 from workers.celery_app import app
 from workers.runner import Job
@@ -50,11 +51,7 @@ def revoke(task_id: str) -> None:
 
 
 def _signature(task: Task, *args: object, immutable: bool = False) -> Signature:
-    if app.conf.task_always_eager:
-        # Eager signatures run the registered task object: make sure every module that
-        # registers one (the app's ``include``) has been imported in this process.
-        app.loader.import_default_modules()
-    return app.signature(str(task), args=args, immutable=immutable)
+    return task_queue.signature(str(task), *args, immutable=immutable)
 
 
 def then_report_run(run_id: int) -> Signature:

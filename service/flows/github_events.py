@@ -17,11 +17,12 @@ from sqlmodel import Session, select
 
 from service.core.config import Settings, get_settings
 from service.core.db import session_scope
+from service.core.errors import GitHubError
 from service.core.models import Repository
 from service.flows import pull_request as pull_requests
 from service.flows import push as pushes
 from service.github import reporting, trust
-from service.github.client import GitHubClient, GitHubError
+from service.github.client import GitHubClient
 from service.github.payloads import (
     EVENT_MODELS,
     InstallationEvent,

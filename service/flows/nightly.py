@@ -14,13 +14,13 @@ from sqlmodel import col, select
 
 from service.core.config import get_settings
 from service.core.db import session_scope
+from service.core.errors import CheckoutError
 from service.core.models import Repository, Run
 from service.flows.measure import job_for, submit
 from service.flows.pull_request import device_class
 from service.records.runs import create_run, upsert_commit
 from workers import checkout
 from workers.device import queue_name
-from workers.errors import CheckoutError
 
 log = logging.getLogger(__name__)
 

@@ -16,6 +16,7 @@ from sqlmodel import Session, col, select
 
 from service.core.config import get_settings
 from service.core.db import session_scope
+from service.core.errors import CheckoutError, PullRequestError
 from service.core.keys import comparison_key
 from service.core.models import Commit, Comparison, Repository, Run, utcnow
 from service.flows import dispatch
@@ -25,7 +26,6 @@ from service.records.comparisons import ab_job_for, comparison_report, create_co
 from service.records.runs import upsert_commit
 from workers import checkout
 from workers.device import probe, queue_name
-from workers.errors import CheckoutError
 
 log = logging.getLogger(__name__)
 
@@ -41,10 +41,6 @@ class PullRequestHead:
     base_ref: str
     base_sha: str
     title: str = ""
-
-
-class PullRequestError(Exception):
-    """The pull request cannot be measured (unfetchable repository, missing commit)."""
 
 
 def device_class() -> str:

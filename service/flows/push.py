@@ -15,6 +15,7 @@ from sqlmodel import select
 
 from service.core.config import get_settings
 from service.core.db import session_scope
+from service.core.errors import CheckoutError
 from service.core.models import Change, Commit, Measurement, Repository, Run, TestOutcome
 from service.flows import dispatch
 from service.flows.measure import job_for, submit
@@ -25,7 +26,6 @@ from service.records.changes import shown
 from service.records.runs import create_run, upsert_commit
 from workers import checkout
 from workers.device import queue_name
-from workers.errors import CheckoutError
 
 log = logging.getLogger(__name__)
 

@@ -28,23 +28,12 @@ from tenacity import (
 )
 
 from service.core.config import Settings
+from service.core.errors import GitHubError, RetryableGitHubError
 
 API_VERSION = "2022-11-28"
 USER_AGENT = "roofwatch"
 # Installation tokens live an hour; renew this long before GitHub would refuse one.
 TOKEN_MARGIN_S = 300
-
-
-class GitHubError(Exception):
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class RetryableGitHubError(GitHubError):
-    def __init__(self, message: str, status: int | None, retry_after: float | None) -> None:
-        super().__init__(message, status)
-        self.retry_after = retry_after
 
 
 @dataclass

@@ -177,6 +177,8 @@ def render_comment(report: dict[str, Any], context: ReportContext) -> str:
     if view.errored:
         return _join([MARKER, header, _errored(view), link])
     notice = _incomplete_notice(view) if view.incomplete else _quiet(view)
+    if view.report.get("purpose") == "upload":
+        notice = _join([uploaded_notice(view), notice]).strip()
     mde = _mde(view)
     budget = MAX_COMMENT_CHARS - SLACK - sum(len(s) for s in (MARKER, header, notice, mde, link))
     # Failures decide the check, so they come first and may take the most; the full table, which
@@ -191,6 +193,12 @@ def render_comment(report: dict[str, Any], context: ReportContext) -> str:
     return _join([MARKER, header, notice, failures, significant, unsure, mde, details, link])
 
 
+def comment_for(report: dict[str, Any], repository: str, pr_number: int, base_ref: str, dashboard_url: str) -> str:
+    """``render_comment`` with its context spelled out: what the dashboard's compare page shows."""
+    return render_comment(report, ReportContext(repository=repository, pr_number=pr_number, base_ref=base_ref,
+                                                dashboard_url=dashboard_url))
+
+
 def _join(sections: Sequence[str]) -> str:
     return "\n\n".join(s for s in sections if s) + "\n"
 
@@ -202,6 +210,8 @@ def _header(view: _View, context: ReportContext) -> str:
              f"(merge-base with {_code(context.base_ref)})", _one_line(str(report.get("device") or "unknown device"))]
     if view.rounds:
         facts.append(_count(view.rounds, "interleaved round"))
+    if report.get("purpose") == "upload":
+        facts.append("uploaded, not re-measured")
     return f"### roofwatch: **{word}** — {_headline(view)}\n" + " · ".join(facts)
 
 
@@ -334,8 +344,17 @@ def _why_unsure(row: dict[str, Any]) -> str:
             f"beyond the ±{row['threshold_pct']:.1f} % threshold (noise {_plain_pct(row.get('noise_pct'))})")
 
 
+def uploaded_notice(view: _View) -> str:
+    """Results from the team's own CI: two separate runs, so less is known than after an A/B."""
+    return ("> **Uploaded, not re-measured.** Base and head are single runs from your CI, not interleaved "
+            "rounds on one device, so the noise between runs is estimated from the series' history and "
+            "only changes beyond the threshold below are called; smaller ones cannot be told from noise.")
+
+
 def _mde(view: _View) -> str:
     mde = view.report.get("mde_pct")
+    if view.report.get("purpose") == "upload" and _finite(mde):
+        return f"Smallest change this comparison could call: **±{mde:.1f} %** (the largest threshold of any benchmark)."
     if _finite(mde):
         return f"Smallest change this run could detect: **±{mde:.1f} %** (on every benchmark, at 80 % power)."
     if not view.rows:

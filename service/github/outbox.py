@@ -21,8 +21,9 @@ from sqlmodel import Session, col, select
 
 from service.core.config import Settings, get_settings
 from service.core.db import session_scope
+from service.core.errors import GitHubError
 from service.core.models import GitHubReport, Repository, utcnow
-from service.github.client import GitHubClient, GitHubError
+from service.github.client import GitHubClient
 from service.github.comment import MARKER
 
 log = logging.getLogger(__name__)

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from sqlmodel import Session
 
+from service.core import task_queue
 from service.core.config import get_settings
 from service.core.models import Repository
 from service.github import outbox
@@ -70,11 +71,9 @@ def show_comment(session: Session, repository: Repository, pr_number: int, body:
 
 def send(report_ids: list[int]) -> None:
     """Ask for delivery of freshly published reports; a failure leaves them for the next sweep."""
-    from service.tasks import deliver_report
-
     for report_id in report_ids:
         try:
-            deliver_report.delay(report_id)
+            task_queue.send("roofwatch.deliver_report", report_id)
         except Exception as exc:  # a broker outage must not fail the run; the sweep delivers later
             log.warning("report %s left for the next sweep: %s", report_id, exc)
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import re
 
+from service.core.models import TRUST_POLICIES
 from service.github.payloads import PullRequest
 
 MAINTAINER_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
-POLICIES = ("maintainers-only", "everyone")
+POLICIES = TRUST_POLICIES
 COMMAND = re.compile(r"^\s*/roofwatch\s+run\b", re.IGNORECASE | re.MULTILINE)
 
 

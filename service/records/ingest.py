@@ -10,6 +10,7 @@ from sqlalchemy import update as sa_update
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlmodel import Session, col, select
 
+from service.core.errors import IngestError
 from service.core.fingerprint import benchmark_fingerprint
 from service.core.models import (
     TERMINAL_STATES,
@@ -26,14 +27,9 @@ from service.core.models import (
 from service.records.roofline import fraction_of_roofline, peaks_for
 from suites.roofline import Peaks, RooflineError
 from workers.envelope import ENVELOPE_VERSION, DeviceInfo, Envelope, MeasurementRecord
-from workers.errors import RoofwatchError
 
 LOG_EXCERPT_LIMIT = 8000
 LOOKUP_BATCH = 500
-
-
-class IngestError(RoofwatchError):
-    """The envelope cannot be stored (unknown run, foreign version, key mismatch)."""
 
 
 def parse_envelope(data: dict[str, object]) -> Envelope:
@@ -111,6 +107,7 @@ def ingest_envelope(session: Session, envelope: Envelope) -> Run:
 
     run.state = envelope.status
     run.error = envelope.reason
+    run.suites_source = envelope.suites_source
     run.log_excerpt = "\n".join(excerpts)[-LOG_EXCERPT_LIMIT:]
     run.started_at = run.started_at or envelope.started_at
     run.finished_at = envelope.finished_at or utcnow()

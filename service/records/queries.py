@@ -20,7 +20,7 @@ def _title(message: str | None) -> str:
 # ~100 ms constructing 6,000 objects, and Measurement.samples (a JSON list) was parsed unread.
 
 
-def change_rows(session: Session, repo: str | None = None) -> list[dict[str, Any]]:
+def change_rows(session: Session, repository_id: int | None = None) -> list[dict[str, Any]]:
     """Changes in the ``regressions --format json`` contract (DESIGN §4).
 
     One query: the benchmark and first bad commit come from outer joins, not a ``session.get``
@@ -38,8 +38,8 @@ def change_rows(session: Session, repo: str | None = None) -> list[dict[str, Any
         .where(shown())
         .order_by(col(Change.id))
     )
-    if repo:
-        query = query.where(col(Repository.full_name) == repo)
+    if repository_id is not None:
+        query = query.where(col(Change.repository_id) == repository_id)
     return [
         {
             "id": row.id,

@@ -8,10 +8,9 @@ from pathlib import Path
 
 from sqlmodel import Session, select
 
-from service.core.models import Repository
-from service.github.trust import POLICIES
+from service.core.errors import UnknownRepository
+from service.core.models import TRUST_POLICIES, Repository
 from workers.checkout import ensure_mirror, is_local_path
-from workers.errors import UnknownRepository
 
 URL_NAME = re.compile(r"[:/](?P<owner>[\w.-]+)/(?P<name>[\w.-]+?)(?:\.git)?/?$")
 
@@ -20,8 +19,8 @@ def register(session: Session, full_name: str, clone_url: str, default_branch: s
              trust_policy: str = "maintainers-only", suite_network: bool | None = None) -> Repository:
     if not re.fullmatch(r"[\w.-]+/[\w.-]+", full_name):
         raise UnknownRepository(f"repository names look like OWNER/NAME, got {full_name!r}")
-    if trust_policy not in POLICIES:
-        raise UnknownRepository(f"trust policy is one of {', '.join(POLICIES)}, got {trust_policy!r}")
+    if trust_policy not in TRUST_POLICIES:
+        raise UnknownRepository(f"trust policy is one of {', '.join(TRUST_POLICIES)}, got {trust_policy!r}")
     repository = session.exec(select(Repository).where(Repository.full_name == full_name)).first()
     if repository is None:
         repository = Repository(full_name=full_name, clone_url=clone_url, default_branch=default_branch,
@@ -33,6 +32,43 @@ def register(session: Session, full_name: str, clone_url: str, default_branch: s
         repository.suite_network = suite_network
     session.add(repository)
     session.flush()
+    return repository
+
+
+def _is_url(spec: str) -> bool:
+    return "://" in spec or spec.startswith("git@")
+
+
+def registered_repository(session: Session, spec: str) -> Repository | None:
+    """The repository ``spec`` names, the way ``run`` accepts it (``OWNER/NAME``, path, URL), if registered."""
+    by_name = session.exec(select(Repository).where(Repository.full_name == spec)).first()
+    if by_name is not None:
+        return by_name
+    if _is_url(spec):
+        by_url = session.exec(select(Repository).where(Repository.clone_url == spec)).first()
+        if by_url is not None or not (match := URL_NAME.search(spec)):
+            return by_url
+        return session.exec(
+            select(Repository).where(Repository.full_name == f"{match['owner']}/{match['name']}")).first()
+    # A path `run` registered is found even after the checkout moved away: its resolved path is the key.
+    try:
+        clone_url = str(Path(spec).expanduser().resolve())
+    except (OSError, ValueError, RuntimeError):  # a NUL byte, a symlink loop, an unknown ~user: no such path
+        return None
+    return session.exec(select(Repository).where(Repository.clone_url == clone_url)).first()
+
+
+def find_repository(session: Session, spec: str) -> Repository:
+    """The registered repository ``spec`` names; an error naming ``spec`` when there is none.
+
+    For read-only commands: unlike ``resolve_repository`` it never registers anything.
+    """
+    repository = registered_repository(session, spec)
+    if repository is None:
+        raise UnknownRepository(
+            f"no repository {spec!r} is known: measure it with `roofwatch run --repo {spec}` "
+            "or register it with `roofwatch repo add OWNER/NAME --clone-url URL`"
+        )
     return repository
 
 
@@ -51,7 +87,7 @@ def resolve_repository(session: Session, spec: str) -> Repository:
         if session.exec(select(Repository).where(Repository.full_name == name)).first():
             name = f"local/{path.name}-{hashlib.sha256(clone_url.encode()).hexdigest()[:6]}"
         return register(session, name, clone_url, default_branch="HEAD")
-    if "://" in spec or spec.startswith("git@"):
+    if _is_url(spec):
         by_url = session.exec(select(Repository).where(Repository.clone_url == spec)).first()
         if by_url is not None:
             return by_url

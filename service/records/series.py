@@ -16,7 +16,8 @@ from service.analysis.correctness import FAILING
 from service.analysis.history import Point
 from service.core.models import Commit, Measurement, Run, TestOutcome
 
-MAIN_BRANCH_TRIGGERS = ("push", "manual", "bisect", "schedule")
+# An upload from a team's own CI measures the branch too (its candidates wait for a runner).
+MAIN_BRANCH_TRIGGERS = ("push", "manual", "bisect", "schedule", "upload")
 FINISHED = ("succeeded", "failed")
 SERIES_LIMIT = 500  # latest commits per series searched for change points
 

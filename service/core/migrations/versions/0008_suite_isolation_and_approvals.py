@@ -5,7 +5,7 @@ the head that was current when it was given: every head roofwatch was told about
 is kept so a `/roofwatch run` comment can be matched to the head it was written for.
 
 Revision ID: 0008
-Revises: 0006
+Revises: 0007
 Create Date: 2026-11-24 09:30:00
 """
 
@@ -16,7 +16,7 @@ import sqlmodel
 from alembic import op
 
 revision = '0008'
-down_revision = '0006'
+down_revision = '0007'
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,69 @@
+"""Every error roofwatch turns into a recorded outcome or a clear message, in one tree.
+
+    RoofwatchError                    base; defined in ``workers.errors`` so workers need nothing of service
+     ├── CheckoutError                git could not give us the tree we asked for
+     │    ├── RemoteUnreachable       clone/fetch failed (bad URL, no network, not a repository)
+     │    └── UnknownRevision         the SHA / ref / range does not exist in the repository
+     ├── SuiteConfigError             [tool.roofwatch] is present but malformed
+     ├── ResultFileError              a suite's JUnit XML / benchmark JSON is missing or unreadable
+     ├── CalibrationError             the device's peaks could not be measured
+     ├── SandboxUnavailable           bubblewrap is missing or cannot confine a suite on this host
+     ├── UnknownRepository            a repository nobody registered, or a name that is not OWNER/NAME
+     ├── IngestError                  an envelope that cannot be stored (unknown run, foreign version)
+     ├── TriageError                  an unknown change or triage state
+     ├── PullRequestError             a pull request that cannot be measured
+     ├── CsvHistoryError              an external history (``roofwatch changepoints --csv``) that cannot be read
+     └── GitHubError                  GitHub answered with an error (``status`` is its HTTP status, if any)
+          └── RetryableGitHubError    ... one worth retrying later (5xx, rate limit); ``retry_after`` in s
+
+Entry points catch ``RoofwatchError`` alone: the CLI prints it and exits 2, the API answers
+4xx, tasks record it on the run or delivery. Anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+from workers.errors import (
+    CalibrationError,
+    CheckoutError,
+    RemoteUnreachable,
+    ResultFileError,
+    RoofwatchError,
+    SandboxUnavailable,
+    SuiteConfigError,
+    UnknownRepository,
+    UnknownRevision,
+)
+
+__all__ = [
+    "CalibrationError", "CheckoutError", "CsvHistoryError", "GitHubError", "IngestError", "PullRequestError",
+    "RemoteUnreachable", "ResultFileError", "RetryableGitHubError", "RoofwatchError", "SandboxUnavailable", "SuiteConfigError",
+    "TriageError", "UnknownRepository", "UnknownRevision",
+]
+
+
+class IngestError(RoofwatchError):
+    """The envelope cannot be stored (unknown run, foreign version, key mismatch)."""
+
+
+class TriageError(RoofwatchError, ValueError):
+    """Unknown change or state."""
+
+
+class PullRequestError(RoofwatchError):
+    """The pull request cannot be measured (unfetchable repository, missing commit)."""
+
+
+class CsvHistoryError(RoofwatchError):
+    """An external history that cannot be read as commit, then one number per benchmark."""
+
+
+class GitHubError(RoofwatchError):
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class RetryableGitHubError(GitHubError):
+    def __init__(self, message: str, status: int | None, retry_after: float | None) -> None:
+        super().__init__(message, status)
+        self.retry_after = retry_after

@@ -1,0 +1,36 @@
+"""Stored suite configs: the ``[[tool.roofwatch.suites]]`` of a repository kept in roofwatch, not in the repository.
+
+Every change is a new version (nothing is overwritten), so a run's ``suites_source`` names the
+version it used. Jobs carry the newest version's text; precedence is decided on the worker,
+which is the one that sees the commit's own ``pyproject.toml`` (``workers.external_suites``).
+"""
+
+from __future__ import annotations
+
+from sqlmodel import Session, col, select
+
+from service.core.models import Repository, SuiteConfig
+from workers.external_suites import parse_suites_file
+
+
+def store(session: Session, repository: Repository, text: str, origin: str) -> SuiteConfig:
+    """Validate ``text`` and keep it as the newest version (the same text again is no new version)."""
+    parse_suites_file(text)  # SuiteConfigError names what is wrong; nothing is stored
+    newest = current(session, repository.id)  # type: ignore[arg-type]
+    if newest is not None and newest.content == text:
+        return newest
+    config = SuiteConfig(repository_id=repository.id, version=(newest.version + 1) if newest else 1,  # type: ignore[arg-type]
+                         content=text, origin=origin)
+    session.add(config)
+    session.flush()
+    return config
+
+
+def current(session: Session, repository_id: int) -> SuiteConfig | None:
+    return session.exec(select(SuiteConfig).where(SuiteConfig.repository_id == repository_id)
+                        .order_by(col(SuiteConfig.version).desc())).first()
+
+
+def label(config: SuiteConfig) -> str:
+    """How a run's record names the config it used."""
+    return f"stored suites v{config.version} ({config.origin or 'no file name'})"
