@@ -15,6 +15,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from sqlmodel import Session
 from test_dashboard_browser import ARTIFACTS, page  # noqa: F401  (fixture: headless Chromium)
 
 from dashboard.distribution_chart import distribution_figure, time_scale
-from dashboard.roofline_chart import KernelPoint, fraction, moved, ridge_points, roof_traces, roofline_figure
+from dashboard.roofline_chart import KernelPoint, fraction, hover, moved, ridge_points, roof_traces, roofline_figure
 from service.core.db import make_engine, migrate
 from service.core.models import (
     Benchmark,
@@ -41,7 +42,7 @@ from service.core.models import (
     Repository,
     Run,
 )
-from suites.roofline import Peaks
+from suites.roofline import CacheRoof, Peaks
 
 H200 = "NVIDIA H200"
 A100 = "NVIDIA A100-SXM4-80GB"  # in the datasheet table
@@ -432,6 +433,20 @@ def test_fraction_is_held_to_the_roof_of_its_dtype() -> None:
     assert fraction(compute_bound, PEAKS) == pytest.approx(0.1 / 20)
     stored = KernelPoint(3, "k", "", "fp16", "", 1.0, 1.0, 1.0, 1, "c", stored_fraction=0.42)
     assert fraction(stored, None) == 0.42
+
+
+def test_hierarchical_roofline_draws_cache_roofs_and_names_the_roof_of_each_point() -> None:
+    peaks = replace(PEAKS, caches=(CacheRoof("L2", 50 << 20, 8e12),))
+    in_dram = _point(1, 1e9, 1e9, 1e-3)  # 1 TB/s: under DRAM's 2 TB/s
+    from_l2 = _point(2, 1e6, 1 << 20, (1 << 20) / 4e12)  # 4 TB/s: beats DRAM, so L2 served it
+    figure = roofline_figure([in_dram, from_l2], [], peaks)
+    [cache_roof] = [t for t in figure["data"] if t.get("meta") == "cache-roof"]
+    assert cache_roof["name"] == "L2 bandwidth (measured)" and cache_roof["y"][0] == pytest.approx(cache_roof["x"][0] * 8e12)
+    hovers = [h for t in figure["data"] if t.get("meta") == "latest" for h in t["hovertext"]]
+    assert any("50.0% of roofline, bounded by the DRAM roof" in h for h in hovers)
+    assert any("50.0% of roofline, bounded by the L2 roof" in h for h in hovers)
+    too_fast = _point(3, 1e6, 1 << 20, (1 << 20) / 20e12)
+    assert "faster than every roof" in hover(too_fast, peaks, "latest") and fraction(too_fast, peaks) > 1
 
 
 def test_roofline_figure_arrows_only_for_benchmarks_measured_again() -> None:

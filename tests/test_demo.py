@@ -83,7 +83,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The demo measured on the embedded default: its repository, SHAs, environment and outputs."""
     root = tmp_path_factory.mktemp("demo")
     repo = root / "kernels"
-    env = {"ROOFWATCH_DATA_DIR": str(root / "data")}
+    env = {"ROOFWATCH_DATA_DIR": str(root / "data"), "ROOFWATCH_CALIBRATE": "1"}  # as demo.sh: roofs measured first
     shas = build_demo_repository(repo)
     started = time.monotonic()
     ran = roofwatch(["run", "--repo", str(repo), "--last", str(MAIN_STEPS)], env, check=False, timeout=1200)

@@ -103,6 +103,9 @@ def run(
     suites_from: Annotated[str | None, typer.Option(
         "--suites-from", help="backfill: every suite with suite_paths runs with those paths taken from REF")] = None,
     format_: Annotated[str, typer.Option("--format", help="table | json (progress then goes to stderr)")] = "table",
+    calibrate_first: Annotated[bool, typer.Option(
+        "--calibrate/--no-calibrate", envvar="ROOFWATCH_CALIBRATE",
+        help="measure the device's roofs first if this host never has (env ROOFWATCH_CALIBRATE=0 to skip)")] = True,
 ) -> None:
     """Check out and run the suites on each commit, store, analyse, print a summary."""
     from service.cli.run import RunRequest, execute, write_json
@@ -110,6 +113,11 @@ def run(
     if format_ not in ("table", "json"):
         _fail(f"--format must be table or json, not {format_!r}")
     prepare_database()
+    if calibrate_first and get_settings().embedded:
+        from service.cli.calibration import calibrate_first_time
+        from workers.device import probe
+
+        calibrate_first_time(probe(), err if format_ == "json" else console)
     request = RunRequest(repo=repo, revs=rev or [], range_spec=range_, last=last, force=force,
                          wait=wait, device_class=device_class, suites_file=suites, suites_from=suites_from)
     code = execute(request, err, report=write_json) if format_ == "json" else execute(request, console)
@@ -170,41 +178,24 @@ def calibrate(
     gpu: Annotated[int | None, typer.Option("--gpu", help="CUDA device index (default: GPU 0, else the CPU)")] = None,
     store: Annotated[bool, typer.Option("--store/--no-store", help="store the peaks on this device's record")] = True,
 ) -> None:
-    """Measure this device's peak bandwidth and FLOP/s: the roofs its benchmarks are held to.
+    """Measure this device's roofs: DRAM and cache bandwidths, matmul FLOP/s per dtype.
 
     Stored on the device's record (embedded: in-process; with a broker: through the ingest
     queue) and cached for `roofwatch worker` on this host.
     """
-    from suites.roofline import datasheet_peaks
-    from workers.calibrate import CalibrationError, peak_rows, store_cached, with_peaks
-    from workers.calibrate import calibrate as measure
+    from service.cli.calibration import measure, show
+    from service.cli.calibration import store as store_peaks
+    from workers.calibrate import CalibrationError
     from workers.device import probe
 
     info = probe(gpu or 0)
-    console.print(f"calibrating [bold]{info.device_class}[/] (copy bandwidth, matmul per dtype) ...")
     try:
-        calibration = measure(f"cuda:{gpu}" if gpu is not None else None)
+        calibration = measure(info, gpu, console)
     except CalibrationError as exc:
         _fail(str(exc))
-    table = Table("peak", "measured", "datasheet", "measured / datasheet",
-                  title=f"{info.device_class}, {calibration.timer} timer, {calibration.seconds:.1f} s")
-    for row in peak_rows(calibration, datasheet_peaks(info.device_class)):
-        table.add_row(*row)
-    console.print(table)
-    for dtype, why in calibration.skipped.items():
-        console.print(f"{dtype} not measured: {why}")
-    if not store:
-        return
-    from service.tasks import register_device
-
-    settings = get_settings()
-    store_cached(settings.data_dir, info.fingerprint, calibration)
-    prepare_database()
-    sent = register_device.delay(with_peaks(info, calibration).model_dump(mode="json"))
-    if settings.embedded:
-        console.print(f"stored as measured peaks of device {sent.get()}")
-    else:
-        console.print("sent to the ingest queue (roofwatch.register_device)")
+    show(console, info, calibration)
+    if store:
+        store_peaks(console, info, calibration)
 
 
 @app.command()
