@@ -50,6 +50,11 @@ def _attempts(session: Session, repository: Repository, device: Device, good: st
     return sorted(rows, key=lambda c: int(c.idempotency_key.rsplit(":", 1)[1]))
 
 
+def _measure_again(comparison: Comparison) -> bool:
+    """The A/B told nothing about the code: the machine moved, or the A/B itself errored."""
+    return bool(comparison.details.get("environment_shift")) or comparison.state in ("errored", "cancelled")
+
+
 def key_for(repository: Repository, device: Device, request: Confirm) -> str:
     return comparison_key(repository, request.good_sha, request.bad_sha, device.fingerprint, PURPOSE, request.attempt)
 
@@ -73,7 +78,7 @@ def pending(session: Session, repository_id: int) -> list[Confirm]:
             requests[pair] = Confirm(repository_id, device.id, *pair[1:])  # type: ignore[arg-type]
         elif latest.finished_at is None:
             continue  # being measured
-        elif latest.details.get("environment_shift") and len(attempts) < MAX_ATTEMPTS:
+        elif _measure_again(latest) and len(attempts) < MAX_ATTEMPTS:
             requests[pair] = Confirm(repository_id, device.id, *pair[1:], attempt=len(attempts))  # type: ignore[arg-type]
         else:
             # Decided before this candidate appeared (an A/B asked for by another benchmark).
@@ -97,6 +102,8 @@ def apply(session: Session, comparison_id: int) -> list[int]:
         Change.range_start_sha == good.sha, Change.range_end_sha == bad.sha,
         Change.device_id == comparison.device_id)).all())
     results = results_of(session, comparison_id)
+    if comparison.state in ("errored", "cancelled"):
+        return []  # measured again (``pending``) up to MAX_ATTEMPTS; the candidates wait
     if device is not None and _environment_shift(session, comparison, device, results):
         return []
     confirmed = _decide(session, comparison, waiting)
@@ -146,7 +153,9 @@ def _decide(session: Session, comparison: Comparison, waiting: list[Change]) -> 
         if result is None or result.direction != expected:
             change.phase = lifecycle.REJECTED
             change.details = {**change.details, "comparison_id": comparison.id,
-                              "rejected": result.reason if result is not None else "not measured by the A/B"}
+                              "rejected": result.reason if result is not None else
+                              f"the A/B {comparison.state}: {comparison.error}" if comparison.error else
+                              "not measured by the A/B"}
             session.add(change)
             continue
         _confirm(session, change, comparison, result)
