@@ -220,11 +220,12 @@ def alternatives(session: Session, benchmark: Benchmark) -> list[Benchmark]:
 
 
 def series_changes(session: Session, benchmark_ids: Iterable[int]) -> list[dict[str, Any]]:
-    """Changes detected on these benchmarks, with their first bad commit when known."""
+    """Confirmed changes of these benchmarks, with their first bad commit when known (candidates and
+    rejected sightings stay internal, as everywhere else on the dashboard)."""
     query = (sa_select(Change, col(Benchmark.device_class), col(Commit.sha))
              .join(Benchmark, col(Change.benchmark_id) == col(Benchmark.id))
              .outerjoin(Commit, col(Change.first_bad_commit_id) == col(Commit.id))
-             .where(col(Change.benchmark_id).in_(list(benchmark_ids))).order_by(col(Change.id)))
+             .where(col(Change.benchmark_id).in_(list(benchmark_ids)), shown()).order_by(col(Change.id)))
     return [_change_row(change, device_class, sha) for change, device_class, sha in session.execute(query)]
 
 

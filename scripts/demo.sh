@@ -26,7 +26,7 @@ if [ "${1:-}" = "--self" ]; then
     serve
 fi
 
-DEMO=${ROOFWATCH_DEMO_DIR:-.demo}
+DEMO=$(realpath -m "${ROOFWATCH_DEMO_DIR:-.demo}")
 # The demo keeps its own database and mirrors, apart from what roofwatch tracks for you.
 export ROOFWATCH_DATA_DIR=${ROOFWATCH_DATA_DIR:-$DEMO/data}
 REPO="$DEMO/kernels"
@@ -35,6 +35,6 @@ started=$SECONDS
 # Commits already measured are skipped, so running the demo again goes straight to the dashboard.
 .venv/bin/roofwatch run --repo "$REPO" --last 15 || true              # the buggy commits fail: exit 1
 .venv/bin/roofwatch compare main layernorm-two-pass --repo "$REPO" || true  # a regression: exit 1
-.venv/bin/roofwatch regressions --repo "local/$(basename "$REPO")" || true
+.venv/bin/roofwatch regressions --repo "$REPO" || true
 echo "demo measured in $((SECONDS - started)) s; the pull request's comparison is on the dashboard's compare page"
 serve

@@ -109,6 +109,11 @@ def seed_synthetic(url: str) -> None:
                    first_bad_commit_id=commits[REGRESSION_AT].id, change_pct=20.0, ci_low=18.0, ci_high=22.0),
             Change(phase="confirmed", repository_id=repository.id, benchmark_id=ours.id, suite="benchmarks", kind="perf-improvement",
                    first_bad_commit_id=commits[IMPROVEMENT_AT].id, change_pct=-5.0, state="expected"),
+            # Sightings the confirmation rejected or has not decided: never shown on a page.
+            Change(phase="rejected", repository_id=repository.id, benchmark_id=ours.id, suite="benchmarks",
+                   kind="perf-regression", first_bad_commit_id=commits[REGRESSION_AT + 1].id),
+            Change(phase="candidate", repository_id=repository.id, benchmark_id=ours.id, suite="benchmarks",
+                   kind="perf-regression", first_bad_commit_id=commits[REGRESSION_AT + 2].id),
         ])
         session.commit()
     engine.dispose()
@@ -348,7 +353,7 @@ def test_benchmark_page_devices_changes_and_baselines(synthetic_app) -> None:  #
     assert lines == {REGRESSION_AT: "dash", IMPROVEMENT_AT: "dot"}  # triaged drawn differently
     labels = [a["text"] for a in figure["layout"]["annotations"]]
     assert any("perf-improvement" in text and "expected" in text for text in labels)
-    assert len(table_rows(page.text, "series-changes")) == 2
+    assert len(table_rows(page.text, "series-changes")) == 2  # confirmed ones only: no candidate, no rejected
 
     toggle = re.search(r'<a href="(/benchmarks/\d+\?impl=torch)">\+ torch</a>', page.text)
     assert toggle, "a link adds the torch baseline"

@@ -15,7 +15,7 @@ from fastapi.responses import HTMLResponse
 from dashboard.common import TEMPLATES, script_json
 from dashboard.distribution_chart import distribution_figure
 from dashboard.figures import PLOT_CONFIG
-from dashboard.pr_comment import comment_html
+from dashboard.pr_comment import CommentRenderer, comment_html
 from service.api.deps import SessionDep
 from service.core.config import get_settings
 from service.core.models import Commit, Comparison, Repository, Run
@@ -47,6 +47,17 @@ def _charted(rows: list[dict[str, Any]], requested: list[int]) -> list[int]:
     return chosen
 
 
+def _pr_comment(request: Request, comparison: Comparison, repository: Repository, run: Run | None,
+                report: dict[str, Any]) -> str:
+    """The Markdown of the PR comment this comparison renders; empty when the app gave no renderer."""
+    render: CommentRenderer | None = getattr(request.app.state, "render_pr_comment", None)
+    if render is None:
+        return ""
+    base_ref = comparison.details.get("pull_request", {}).get("base_ref", repository.default_branch)
+    url = f"{get_settings().public_url.rstrip('/')}/compare/{comparison.id}"
+    return render(report, repository.full_name, (run.pr_number if run else None) or 0, base_ref, url)
+
+
 def register(app: FastAPI) -> None:
     @app.get("/compare/{comparison_id}", response_class=HTMLResponse, include_in_schema=False)
     def compare_page(
@@ -70,16 +81,13 @@ def register(app: FastAPI) -> None:
         repository = session.get(Repository, comparison.repository_id)
         run = session.get(Run, comparison.run_id) if comparison.run_id else None
         assert repository is not None
-        base_ref = comparison.details.get("pull_request", {}).get("base_ref", repository.default_branch)
-        url = f"{get_settings().public_url.rstrip('/')}/compare/{comparison_id}"
-        render = getattr(request.app.state, "render_pr_comment", None)
-        comment = render(report, repository.full_name, (run.pr_number if run else None) or 0, base_ref, url) \
-            if render else ""
+        comment = _pr_comment(request, comparison, repository, run, report)
         return TEMPLATES.TemplateResponse(request, "compare.html", {
             "comparison": comparison, "report": report, "rows": rows, "charts": charts,
             "charted": {c["row"]["benchmark_id"] for c in charts}, "max_charts": MAX_DEFAULT_CHARTS,
             "config": json.dumps(PLOT_CONFIG),
-            "repository": repository, "run": run, "comment_html": comment_html(comment) if comment else "", "comment_markdown": comment,
+            "repository": repository, "run": run,
+            "comment_html": comment_html(comment) if comment else "", "comment_markdown": comment,
             "base": session.get(Commit, comparison.base_commit_id),
             "head": session.get(Commit, comparison.head_commit_id),
         })
