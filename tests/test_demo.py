@@ -177,5 +177,6 @@ def test_demo_dashboard_shows_the_changes_and_the_pull_request_comment(  # type:
     assert "regression" in comment.inner_text()
     assert comment.locator("table").count() >= 1
     assert "test_layernorm[64x1024]" in comment.inner_text()
+    assert "merge-base with main" in comment.inner_text()  # the base asked for, not the repository's HEAD
     page.screenshot(path=str(ARTIFACTS / "demo-compare.png"), full_page=True)
     assert errors == []

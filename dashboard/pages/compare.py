@@ -53,7 +53,8 @@ def _pr_comment(request: Request, comparison: Comparison, repository: Repository
     render: CommentRenderer | None = getattr(request.app.state, "render_pr_comment", None)
     if render is None:
         return ""
-    base_ref = comparison.details.get("pull_request", {}).get("base_ref", repository.default_branch)
+    base_ref = (comparison.details.get("pull_request", {}).get("base_ref") or comparison.details.get("base_ref")
+                or repository.default_branch)
     url = f"{get_settings().public_url.rstrip('/')}/compare/{comparison.id}"
     return render(report, repository.full_name, (run.pr_number if run else None) or 0, base_ref, url)
 
