@@ -207,7 +207,7 @@ class Stopwatch:
                 (checkout, "ensure_mirror", self.wrap("mirror fetch", checkout.ensure_mirror)),
                 (checkout, "commit_info", self.wrap("commit info", checkout.commit_info)),
                 (checkout, "worktree", self.wrap_worktree(checkout.worktree)),
-                (runner, "load_suites", self.wrap("suite config", runner.load_suites)),
+                (runner, "choose_suites", self.wrap("suite config", runner.choose_suites)),
                 (runner, "_run_setup", self.wrap("setup (cached)", runner._run_setup)),
                 (sandbox, "run", self.wrap_sandbox(sandbox.run)),
                 (runner, "parse_junit", self.wrap("result parsing", runner.parse_junit)),
@@ -370,7 +370,7 @@ def ingest_rate(engine: Engine, measurements: int, repeats: int, seed: int = 0, 
             row = session.get(Repository, repository_id)
             assert row is not None
             commit = upsert_commit(session, row, checkout.CommitInfo(sha, [], "bench <bench@localhost>",
-                                                                     f"commit {index}", datetime.now(UTC)))
+                                                                     f"commit {index}", datetime.now(UTC), index + 1))
             run = create_run(session, row, commit, f"{repository}@{sha}:bench:{index}", trigger="push")
             run_id, key = run.id, run.idempotency_key
         assert run_id is not None

@@ -12,11 +12,11 @@ import plotly
 from fastapi import FastAPI
 from fastapi.responses import FileResponse
 
-from dashboard.pages import benchmark, changes, compare, overview, roofline, run
+from dashboard.pages import benchmark, changes, compare, compiled, overview, roofline, run
 from dashboard.pr_comment import CommentRenderer
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-PAGES = (overview, run, compare, benchmark, roofline, changes)
+PAGES = (overview, run, compare, benchmark, roofline, changes, compiled)
 
 
 def mount(app: FastAPI, render_comment: CommentRenderer | None = None) -> None:

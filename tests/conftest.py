@@ -136,6 +136,10 @@ def seeded_app(seeded_data_dir: Path, monkeypatch: pytest.MonkeyPatch):  # type:
 
 # One Redis database per pytest-xdist worker (gw0 -> 15, gw1 -> 14, …): flushing is per test.
 _XDIST_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+# A pytest this test session starts (a suite, a harness check) is not an xdist worker: with
+# these inherited, pytest-benchmark would disable itself there.
+for _name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+    os.environ.pop(_name, None)
 REDIS_URL = os.environ.get("ROOFWATCH_TEST_REDIS", f"redis://127.0.0.1:6379/{15 - _XDIST_WORKER}")
 
 

@@ -12,6 +12,9 @@ from service.core import errors
 ROOT = Path(__file__).resolve().parents[1]
 # The tree's root lives in workers (which import nothing of the service); the rest in service.core.errors.
 ERROR_MODULES = {ROOT / "workers" / "errors.py", ROOT / "service" / "core" / "errors.py"}
+# Copied into a suite's sandbox, where no roofwatch is installed: these modules import only the
+# standard library, Triton and pytest, so their few errors stay local (a suite failure reports them).
+STANDALONE = ROOT / "workers" / "compiled"
 
 
 @pytest.mark.parametrize("name", errors.__all__)
@@ -35,7 +38,7 @@ def test_old_homes_re_export_the_same_classes() -> None:
 def _exception_classes_outside_error_modules() -> list[str]:
     found = []
     for path in sorted([*ROOT.glob("service/**/*.py"), *ROOT.glob("workers/**/*.py")]):
-        if path in ERROR_MODULES or "migrations" in path.parts:
+        if path in ERROR_MODULES or "migrations" in path.parts or path.is_relative_to(STANDALONE):
             continue
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             # A private class (``_Unsupported``) is a signal caught in its own module, never shown to anyone.

@@ -16,6 +16,7 @@ from sample_repo import commit, git, init
 from sqlmodel import select
 
 from service.api import background
+from service.github import reporter
 from service.github.comment import MARKER
 
 REPO = "acme/kernels"
@@ -75,11 +76,27 @@ def app_client(roofwatch_env: Path, fake_github: FakeGitHub, kernels_repo: dict[
         register(session, REPO, kernels_repo["path"], "main")
     with TestClient(create_app()) as client:
         yield client
-    assert background.drain(600)
+    assert background.drain(600) and reporter.drain(120)
 
 
 def _settle() -> None:
+    """Every run started so far is finished, and every report it published has been sent."""
     assert background.drain(900), "background work did not finish"
+    assert reporter.drain(120), "reports were not delivered"
+
+
+def _phases(statuses: list[dict[str, str]]) -> list[str]:
+    """What GitHub was shown, in order: 'waiting', 'queued', 'running' for pending states, else the state.
+
+    The outbox sends a row's newest state, so a phase superseded before the reporter sent it
+    (queued, then running a few ms later) is never shown; the order and the verdict always are.
+    """
+    return [s["description"].split(" ")[0].rstrip(":") if s["state"] == "pending" else s["state"] for s in statuses]
+
+
+def _in_order(shown: list[str], possible: list[str]) -> bool:
+    remaining = iter(possible)
+    return all(phase in remaining for phase in shown)
 
 
 def test_pull_request_gets_statuses_and_one_living_comment(app_client: TestClient, fake_github: FakeGitHub,
@@ -101,10 +118,9 @@ def test_pull_request_gets_statuses_and_one_living_comment(app_client: TestClien
         delivery = session.exec(select(WebhookDelivery)).one()
         assert delivery.outcome == "accepted" and f"run {run.id}" in delivery.detail
 
-    states = [(s["state"], s["description"]) for s in fake_github.statuses(REPO, shas["bug"])]
-    assert [s for s, _ in states] == ["pending", "pending", "failure"], states
-    assert states[0][1].startswith("queued") and states[1][1].startswith("running")
-    assert "test_scale" in states[2][1]
+    states = fake_github.statuses(REPO, shas["bug"])
+    assert _phases(states)[-1] == "failure" and _in_order(_phases(states), ["queued", "running", "failure"]), states
+    assert "test_scale" in states[-1]["description"]
     assert all(s["context"] == "roofwatch" and s["target_url"].startswith("http://roofwatch.test/compare/")
                for s in fake_github.statuses(REPO, shas["bug"]))
     (first,) = fake_github.comments(REPO, 7)
@@ -158,7 +174,8 @@ def test_fork_waits_for_a_maintainer_then_runs_on_command(app_client: TestClient
     assert deliver(app_client, "issue_comment", approval).json()["outcome"] == "accepted"
     _settle()
     assert len(fake_github.calls("pulls/get")) == 1
-    assert [s["state"] for s in fake_github.statuses(REPO, shas["fix"])] == ["pending", "pending", "pending", "success"]
+    shown = _phases(fake_github.statuses(REPO, shas["fix"]))
+    assert shown[0] == "waiting" and shown[-1] == "success" and _in_order(shown, ["waiting", "queued", "running", "success"])
     with session_scope() as session:
         assert [r.pr_number for r in session.exec(select(Run)).all()] == [9]
     assert len(fake_github.comments(REPO, 9)) == 1
@@ -207,20 +224,30 @@ def test_a_github_outage_loses_no_report_and_does_not_hold_up_the_run(app_client
     fake_github.down()
     opened = pull_request_payload(shared_corpus, "opened", REPO, 13, kernels_repo["fix"], kernels_repo["docs"])
     assert deliver(app_client, "pull_request", opened).status_code == 202
-    _settle()
+    assert background.drain(900)
     with session_scope() as session:
         (run,) = session.exec(select(Run)).all()
-        assert run.state == "succeeded"  # measured and decided while GitHub was away
+        assert run.state == "succeeded"  # measured and decided while GitHub was away...
         waiting = session.exec(select(GitHubReport)).all()
         assert {r.target for r in waiting} == {"status", "comment"}
-        assert all(r.delivered_version < r.version and r.last_error for r in waiting)
-        for row in waiting:
-            row.next_attempt_at = row.updated_at  # the backoff has passed
-            session.add(row)
+        assert all(r.delivered_version < r.version for r in waiting)  # ...and not one report went out
+    # The reporter was still retrying when the run finished: nothing waited for it.
+    assert not reporter.drain(0)
+    assert fake_github.calls("repos/create-commit-status") and all(
+        c.status == 503 for c in fake_github.calls("repos/create-commit-status"))
+
     fake_github.up()
-    assert outbox.deliver_due() == (2, 0)
-    posted = [s for s in fake_github.statuses(REPO, kernels_repo["fix"])]
-    assert [s["state"] for s in posted] == ["success"]  # the final verdict, not the stale "queued"
+    assert reporter.drain(120)
+    with session_scope() as session:
+        for row in session.exec(select(GitHubReport)).all():
+            row.next_attempt_at = row.updated_at  # any backoff has passed
+            session.add(row)
+    delivered, pending = outbox.deliver_due()
+    assert pending == 0
+    with session_scope() as session:
+        assert all(r.delivered_version == r.version for r in session.exec(select(GitHubReport)).all())
+    posted = fake_github.statuses(REPO, kernels_repo["fix"])
+    assert posted[-1]["state"] == "success"  # the final verdict, never a stale "queued" after it
     assert len(fake_github.comments(REPO, 13)) == 1
 
 
@@ -248,6 +275,7 @@ def test_a_new_head_supersedes_and_closing_cancels(app_client: TestClient, fake_
     assert len(ids) == 1
     reporting.send(ids)  # what start() does after its transaction
     assert pull_requests.cancel(repository_id, 21, "pull request closed") != []
+    assert reporter.drain(60)
     with session_scope() as session:
         runs = {r.idempotency_key: (r.state, r.error) for r in session.exec(select(Run)).all()}
     assert runs == {"queued-0": ("cancelled", f"superseded by {kernels_repo['fix'][:7]}"),
@@ -278,7 +306,7 @@ def test_a_push_to_the_default_branch_is_measured_and_reported(app_client: TestC
         assert run.trigger == "push" and run.state == "succeeded"
         assert session.exec(select(Measurement).where(Measurement.run_id == run.id)).all()
     statuses = fake_github.statuses(REPO, kernels_repo["docs"])
-    assert [s["state"] for s in statuses] == ["pending", "pending", "success"]
+    assert _phases(statuses)[-1] == "success" and _in_order(_phases(statuses), ["queued", "running", "success"])
     assert statuses[-1]["description"] == "1 test passed · 1 benchmark measured"
     assert statuses[-1]["target_url"] == f"http://roofwatch.test/runs/{run.id}"
     assert deliver(app_client, "push", dict(push)).status_code == 202  # a redelivery under a new id

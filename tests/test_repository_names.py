@@ -8,7 +8,7 @@ command line, 404 with a JSON detail from the API, never an empty list.
 from __future__ import annotations
 
 import json
-import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -24,7 +24,10 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def seeded_copy(seeded_data_dir: Path, roofwatch_env: Path) -> Path:
     """A private copy of the seeded database (acme/kernels, cloned from a local path); the sample's path."""
     roofwatch_env.mkdir(parents=True, exist_ok=True)
-    shutil.copy(seeded_data_dir / "roofwatch.db", roofwatch_env / "roofwatch.db")
+    # SQLite's backup API: the copy includes what is still in the write-ahead log.
+    with sqlite3.connect(seeded_data_dir / "roofwatch.db") as source, \
+            sqlite3.connect(roofwatch_env / "roofwatch.db") as target:
+        source.backup(target)
     return seeded_data_dir.parent / "sample"
 
 

@@ -53,7 +53,7 @@ class ABJob:
     run_id: int | None = None  # the pull-request run this comparison decides, marked started with it
 
 
-RoundProgress = Callable[[int, str, str], None]  # (round, side, suite status or "start")
+RoundProgress = Callable[[int, str, str, str], None]  # (0-based round, side, suite, "start" or its status)
 
 
 def paired_rounds(rounds: list[RoundRecord]) -> dict[str, tuple[list[float], list[float]]]:
@@ -147,7 +147,7 @@ def _run_rounds(job: ABJob, trees: dict[str, Path], specs: dict[str, list[SuiteS
             wanted = specs[side] if index == 0 else [s for s in specs[side] if s.kind == "benchmark"]
             results: list[SuiteResult] = []
             for spec in wanted:
-                report = (lambda suite, event, side=side: progress(index, side, event)) if progress else None
+                report = (lambda suite, event, side=side: progress(index, side, suite, event)) if progress else None
                 result = run_suite(spec, trees[side], data_dir, job, report)
                 if index:
                     result = result.model_copy(update={"output_tail": result.output_tail[-LATER_ROUND_OUTPUT:]})

@@ -66,9 +66,37 @@ class MeasurementRecord(BaseModel):
     extra_info: dict[str, object] = Field(default_factory=dict)
 
 
+class CompiledArtifactRecord(BaseModel):
+    """One Triton kernel specialization compiled for one target GPU (a ``kind = "compile"`` suite).
+
+    Sizes in bytes; ``registers`` per thread; ``spill_bytes`` is the local memory per thread
+    ptxas spilled to; ``shared_bytes`` is what one block needs (Triton's dynamic allocation
+    plus static). ``status`` is ``failed`` when the kernel does not compile for the target or
+    needs more than the target has, with the compiler's message in ``reason``.
+    """
+
+    kernel: str
+    specialization: str
+    target: str
+    status: Literal["compiled", "failed"]
+    reason: str = ""
+    registers: int | None = None
+    spill_bytes: int | None = None
+    stack_bytes: int | None = None
+    shared_bytes: int | None = None
+    ptx_bytes: int | None = None
+    sass_bytes: int | None = None
+    sass_instructions: int | None = None
+    instructions: dict[str, int] = Field(default_factory=dict)
+    sass_hash: str = ""
+    toolchain: str = ""  # e.g. "triton 3.9.0, ptxas 12.9.86": a change starts a new epoch
+    compile_s: float = 0.0
+    tests: list[str] = Field(default_factory=list)  # the tests (benchmarks) that launched it
+
+
 class SuiteResult(BaseModel):
     name: str
-    kind: Literal["correctness", "benchmark"]
+    kind: Literal["correctness", "benchmark", "compile"]
     status: Literal["passed", "failed", "errored", "timeout"]
     reason: str = ""
     exit_code: int | None = None
@@ -76,6 +104,9 @@ class SuiteResult(BaseModel):
     output_tail: str = ""
     outcomes: list[OutcomeRecord] = Field(default_factory=list)
     measurements: list[MeasurementRecord] = Field(default_factory=list)
+    # Optional with an empty default, so envelopes from workers without compile suites still
+    # validate; ENVELOPE_VERSION did not change.
+    artifacts: list[CompiledArtifactRecord] = Field(default_factory=list)
 
 
 class CommitRecord(BaseModel):

@@ -12,13 +12,14 @@ import logging
 import signal
 import tempfile
 from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
 from workers import bubblewrap, checkout, sandbox
+from workers.compiled.artifacts_file import failure_summary, parse_compiled_json
+from workers.compiled.install import PLUGIN, install_plugin, with_plugin_path
 from workers.device import probe
 from workers.envelope import CommitRecord, DeviceInfo, Envelope, SuiteResult
 from workers.errors import CheckoutError, ResultFileError, SuiteConfigError
@@ -71,9 +72,6 @@ class SuiteLimits(Protocol):
 
 
 Progress = Callable[[str, str], None]  # (suite name, event: "start" | status)
-
-# Set by an in-process caller (the CLI in embedded mode) to see suites start and finish.
-local_progress: ContextVar[Progress | None] = ContextVar("local_progress", default=None)
 
 
 def _utcnow() -> datetime:
@@ -232,14 +230,25 @@ def _suite_env(spec: SuiteSpec, tree: Path, cache: Path, scratch: Path,
     return sandbox.scrubbed_env(env, pythonpath=tree, extra_path=cache / "python")
 
 
-def _execute(spec: SuiteSpec, tree: Path, data_dir: Path, scratch: Path, job: SuiteLimits) -> SuiteResult:
+def _result_argv(spec: SuiteSpec, scratch: Path) -> tuple[list[str], Path]:
+    """The suite's command with the flags that make it write its result file, and that file."""
+    if spec.kind == "compile":
+        result_file = scratch / "compiled.json"
+        return [*spec.argv(), "-p", PLUGIN, f"--roofwatch-compiled={result_file}",
+                f"--roofwatch-targets={','.join(spec.targets)}"], result_file
     result_file = scratch / ("junit.xml" if spec.kind == "correctness" else "benchmark.json")
     flag = "--junitxml" if spec.kind == "correctness" else "--benchmark-json"
-    argv = [*spec.argv(), f"{flag}={result_file}"]
+    return [*spec.argv(), f"{flag}={result_file}"], result_file
+
+
+def _execute(spec: SuiteSpec, tree: Path, data_dir: Path, scratch: Path, job: SuiteLimits) -> SuiteResult:
+    argv, result_file = _result_argv(spec, scratch)
     timeout = spec.timeout or job.suite_timeout_s
     cache = setup_cache(data_dir, job.repository)
     confinement = suite_confinement(tree, scratch, cache, setup=False, network=job.suite_network)
     env = _suite_env(spec, tree, cache, scratch, confinement)
+    if spec.kind == "compile":
+        env = with_plugin_path(env, install_plugin(scratch))
     done = sandbox.run(argv, tree, env, timeout, job.output_limit, confinement)
     result = SuiteResult(name=spec.name, kind=spec.kind, status="errored", exit_code=done.exit_code,
                          duration_s=done.duration_s, output_tail=_tail(done))
@@ -249,6 +258,8 @@ def _execute(spec: SuiteSpec, tree: Path, data_dir: Path, scratch: Path, job: Su
     try:
         if spec.kind == "correctness":
             result.outcomes = parse_junit(result_file)
+        elif spec.kind == "compile":
+            result.artifacts = parse_compiled_json(result_file)
         else:
             result.measurements = parse_benchmark_json(result_file)
     except ResultFileError as exc:
@@ -257,7 +268,10 @@ def _execute(spec: SuiteSpec, tree: Path, data_dir: Path, scratch: Path, job: Su
             reason = f"{_exit_reason(done.exit_code)}; {reason}"
         return result.model_copy(update={"reason": reason})
 
-    if done.exit_code == 0:
+    if done.exit_code == 0 and spec.kind == "compile" and failure_summary(result.artifacts):
+        result.status = "failed"
+        result.reason = failure_summary(result.artifacts)
+    elif done.exit_code == 0:
         result.status = "passed"
     elif done.exit_code == PYTEST_TESTS_FAILED:
         failed = sum(o.outcome in ("failed", "error") for o in result.outcomes)

@@ -9,12 +9,13 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from workers.compiled.targets import DEFAULT_TARGETS, UnknownTarget, parse_targets
 from workers.errors import SuiteConfigError
 
 
 class SuiteSpec(BaseModel):
     name: str = Field(min_length=1)
-    kind: Literal["correctness", "benchmark"]
+    kind: Literal["correctness", "benchmark", "compile"]
     command: str | list[str]
     timeout: float | None = Field(default=None, gt=0)
     setup: str | None = None
@@ -25,6 +26,16 @@ class SuiteSpec(BaseModel):
     # so today's suite measures old kernel code (see workers/external_suites.py).
     suites_from: str | None = None
     suite_paths: list[str] = Field(default_factory=list)
+    # kind = "compile" only: the GPUs every launched Triton kernel is compiled for.
+    targets: list[str] = Field(default_factory=lambda: list(DEFAULT_TARGETS))
+
+    @field_validator("targets")
+    @classmethod
+    def _known_targets(cls, value: list[str]) -> list[str]:
+        try:
+            return [target.name for target in parse_targets(value)]
+        except UnknownTarget as exc:
+            raise ValueError(str(exc)) from exc
 
     @field_validator("command")
     @classmethod

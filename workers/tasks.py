@@ -8,7 +8,6 @@ returns an envelope, an errored one, so the run is recorded instead of waiting f
 from __future__ import annotations
 
 import logging
-from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,13 +18,13 @@ from workers.ab import ABJob, RoundProgress, run_ab
 from workers.celery_app import app
 from workers.device import probe
 from workers.envelope import ABEnvelope, Envelope
-from workers.runner import Job, local_progress, run_job
+from workers.progress import Activity, announce
+from workers.runner import Job, run_job
 from workers.settings import get_worker_settings
 
 log = logging.getLogger(__name__)
 
 # Set by an in-process caller (the CLI in embedded mode) to follow the rounds of a comparison.
-ab_progress: ContextVar[RoundProgress | None] = ContextVar("ab_progress", default=None)
 
 
 @app.task(name="roofwatch.run_commit", bind=True, acks_late=True,
@@ -47,7 +46,7 @@ def run_commit(self: Any, job: dict[str, Any]) -> dict[str, Any]:
     log.info("run %s: measuring %s@%s", spec.run_id, spec.repository, spec.sha[:12])
     app.signature("roofwatch.run_started", args=(spec.run_id,)).apply_async()
     try:
-        envelope = run_job(spec, progress=_progress_reporter(self))
+        envelope = run_job(spec, progress=_progress_reporter(self, spec))
     except SoftTimeLimitExceeded:
         return errored(f"the run exceeded its time limit ({self.soft_time_limit:.0f} s) and was stopped")
     log.info("run %s: %s", spec.run_id, envelope.status)
@@ -75,15 +74,21 @@ def _too_many_attempts(task: Any) -> str | None:
     return None
 
 
-def _progress_reporter(task: Any):  # type: ignore[no-untyped-def]
+def _progress_reporter(task: Any, spec: Job):  # type: ignore[no-untyped-def]
     """Suite-level progress: to a local listener when eager, to the result backend otherwise."""
-    listener = local_progress.get()
 
     def report(suite: str, event: str) -> None:
-        if listener is not None:
-            listener(suite, event)
+        announce(Activity("run", spec.run_id, (spec.sha,), suite, event))
         if not task.request.is_eager:
             task.update_state(state="PROGRESS", meta={"suite": suite, "event": event})
+
+    return report
+
+
+def _round_reporter(spec: ABJob) -> RoundProgress:
+    def report(index: int, side: str, suite: str, event: str) -> None:
+        announce(Activity("comparison", spec.comparison_id, (spec.base_sha, spec.head_sha), suite, event,
+                          round=index + 1, rounds=spec.max_rounds, side=side))
 
     return report
 
@@ -108,9 +113,8 @@ def run_ab_task(self: Any, job: dict[str, Any]) -> dict[str, Any]:
     log.info("comparison %s: %s %s..%s", spec.comparison_id, spec.repository, spec.base_sha[:12], spec.head_sha[:12])
     if spec.run_id is not None:
         app.signature("roofwatch.run_started", args=(spec.run_id,)).apply_async()
-    listener = ab_progress.get()
     try:
-        envelope = run_ab(spec, progress=listener)
+        envelope = run_ab(spec, progress=_round_reporter(spec))
     except SoftTimeLimitExceeded:
         return errored(f"the comparison exceeded its time limit ({self.soft_time_limit:.0f} s) and was stopped")
     log.info("comparison %s: %s after %d round(s)", spec.comparison_id, envelope.status,

@@ -18,8 +18,10 @@ from dashboard import queries as dq
 from dashboard.common import TEMPLATES, script_json
 from dashboard.figures import PLOT_CONFIG, Series, benchmark_figure
 from dashboard.filters import Filters, FiltersDep
+from service.analysis.compiled import for_tests
 from service.api.deps import SessionDep
 from service.core.models import Benchmark, Repository
+from service.records import compiled_artifacts
 
 ImplQuery = Annotated[list[str] | None, Query(description="baseline implementations to add to the chart")]
 
@@ -99,7 +101,11 @@ def register(app: FastAPI) -> None:
         changes = dq.series_changes(session, shown)
         figure, drawn = benchmark_figure(series, changes, metric)
         repository = session.get(Repository, benchmark.repository_id)
+        compiled_run = compiled_artifacts.latest_run(session, benchmark.repository_id)
+        compiled = (for_tests(compiled_artifacts.for_run(session, compiled_run.id), [benchmark.name])
+                    if compiled_run and compiled_run.id is not None else [])
         return TEMPLATES.TemplateResponse(request, "benchmark.html", {
+            "compiled": compiled,
             "benchmark": benchmark, "repository": repository, "filters": filters,
             "devices": devices, "toggles": _toggles(benchmark, filters, available, selected),
             "filter_links": _filter_links(benchmark, repository),

@@ -17,7 +17,7 @@ from dashboard.distribution_chart import distribution_figure
 from dashboard.figures import PLOT_CONFIG
 from dashboard.pr_comment import CommentRenderer, comment_html
 from service.api.deps import SessionDep
-from service.core.config import get_settings
+from service.core.links import compare_url
 from service.core.models import Commit, Comparison, Repository, Run
 from service.records.comparisons import comparison_report, results_of
 
@@ -55,8 +55,8 @@ def _pr_comment(request: Request, comparison: Comparison, repository: Repository
         return ""
     base_ref = (comparison.details.get("pull_request", {}).get("base_ref") or comparison.details.get("base_ref")
                 or repository.default_branch)
-    url = f"{get_settings().public_url.rstrip('/')}/compare/{comparison.id}"
-    return render(report, repository.full_name, (run.pr_number if run else None) or 0, base_ref, url)
+    return render(report, repository.full_name, (run.pr_number if run else None) or 0, base_ref,
+                  compare_url(comparison.id))  # type: ignore[arg-type]
 
 
 def register(app: FastAPI) -> None:

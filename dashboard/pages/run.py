@@ -22,6 +22,7 @@ from service.core.models import (
     SuiteExecution,
     TestOutcome,
 )
+from service.records import compiled_artifacts
 
 
 def register(app: FastAPI) -> None:
@@ -41,6 +42,7 @@ def register(app: FastAPI) -> None:
             "outcomes": session.exec(select(TestOutcome).where(TestOutcome.run_id == run_id)
                                      .order_by(TestOutcome.outcome, TestOutcome.test_id)).all(),
             "measurements": measurements,
+            "compiled": compiled_artifacts.for_run(session, run_id),
             # The A/B comparisons this run is decided by (a pull request) or whose head it measured.
             "comparisons": session.exec(select(Comparison).where(or_(
                 col(Comparison.run_id) == run_id, col(Comparison.head_commit_id) == run.commit_id))

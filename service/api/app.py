@@ -11,24 +11,27 @@ from fastapi import FastAPI
 from sqlalchemy import text
 
 from dashboard.routes import mount as mount_dashboard
-from service.api import background
 from service.api.deps import SessionDep
 from service.api.metrics import router as metrics_router
 from service.api.routes import router as api_router
 from service.api.uploads import router as upload_router
 from service.api.webhooks import router as webhook_router
 from service.core.config import get_settings
+from service.github import reporter
 from service.github.comment import comment_for
 
 REPORT_SWEEP_S = 60.0
+REPORT_SHUTDOWN_WAIT_S = 10.0
 
 
 def _sweep_reports(stop: threading.Event) -> None:
-    """Embedded mode's stand-in for the scheduled ``deliver_reports`` task."""
-    from service.github import outbox
+    """Embedded mode's stand-in for the scheduled ``deliver_reports`` task.
 
+    Due reports go to the reporter thread, not to the background worker: a sweep during a GitHub
+    outage must not keep the device from the next run.
+    """
     while not stop.wait(REPORT_SWEEP_S):
-        background.submit(outbox.deliver_due)
+        reporter.submit_due()
 
 
 @asynccontextmanager
@@ -46,6 +49,8 @@ async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
     finally:
         stop.set()
+        # What is still undelivered stays in the outbox; the next start's sweep sends it.
+        reporter.drain(REPORT_SHUTDOWN_WAIT_S)
 
 
 def create_app() -> FastAPI:

@@ -10,18 +10,19 @@ from celery import chain
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
-from sqlmodel import select
 
+from service.cli.progress import describe
 from service.core.config import get_settings
 from service.core.db import session_scope
 from service.core.errors import RoofwatchError
-from service.core.keys import comparison_key, comparison_key_prefix, starts_with
+from service.core.keys import comparison_key, comparison_key_prefix, next_attempt
 from service.core.models import Comparison, Repository
 from service.records.comparisons import ab_job_for, comparison_report, create_comparison
 from service.records.repositories import mirror_and_source, resolve_repository
 from service.records.runs import upsert_commit
 from workers import checkout
 from workers.device import probe, queue_name
+from workers.progress import Activity, local_activity
 
 # Exit codes: a CI step can gate on them.
 EXIT = {"no-change": 0, "improvement": 0, "regression": 1, "failure": 1, "inconclusive": 3, "errored": 2}
@@ -40,7 +41,7 @@ class CompareRequest:
 def execute(request: CompareRequest, console: Console) -> tuple[int, dict[str, Any] | None]:
     """Run the comparison; (exit code, report or None when nothing was compared)."""
     from service.tasks import ingest_ab
-    from workers.tasks import ab_progress, run_ab_task
+    from workers.tasks import run_ab_task
 
     settings = get_settings()
     try:
@@ -58,8 +59,8 @@ def execute(request: CompareRequest, console: Console) -> tuple[int, dict[str, A
         repo_row = session.get(Repository, repository.id)
         assert repo_row is not None
         base, head = (upsert_commit(session, repo_row, info) for info in infos)
-        prefix = comparison_key_prefix(repo_row, base.sha, head.sha, device.fingerprint, "manual")
-        attempt = len(session.exec(select(Comparison.id).where(starts_with(Comparison.idempotency_key, prefix))).all())
+        attempt = next_attempt(session, Comparison, comparison_key_prefix(
+            repo_row, base.sha, head.sha, device.fingerprint, "manual"))
         key = comparison_key(repo_row, base.sha, head.sha, device.fingerprint, "manual", attempt)
         comparison = create_comparison(session, repo_row, base, head, key, purpose="manual")
         # The revision asked for as the base, so the dashboard's rendering of the PR comment names it.
@@ -76,15 +77,14 @@ def execute(request: CompareRequest, console: Console) -> tuple[int, dict[str, A
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console) as bar:
         task = bar.add_task("starting", total=None)
 
-        def show(index: int, side: str, event: str) -> None:
-            state = "running" if event == "start" else event
-            bar.update(task, description=f"round {index + 1}: {side} {state}")
+        def show(activity: Activity) -> None:
+            bar.update(task, description=describe(activity, "compare"))
 
-        token = ab_progress.set(show)
+        token = local_activity.set(show)
         try:
             result = chain(run_ab_task.s(asdict(job)).set(queue=queue), ingest_ab.s()).apply_async()
         finally:
-            ab_progress.reset(token)
+            local_activity.reset(token)
         if not settings.embedded and not request.wait:
             console.print(f"enqueued comparison {job.comparison_id}")
             return 0, None

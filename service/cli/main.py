@@ -229,6 +229,31 @@ def regressions(
 
 
 @app.command()
+def artifacts(
+    repo: Annotated[str, typer.Option("--repo", help="registered OWNER/NAME or the local path that was run")],
+    commit: Annotated[str, typer.Option("--commit", help="a SHA or a unique prefix of one")],
+    format_: Annotated[str, typer.Option("--format", help="table | json")] = "table",
+) -> None:
+    """The Triton kernels compiled for a commit: registers, spills, shared memory, SASS mix and hash per target."""
+    from service.cli.artifacts import artifacts_of, render
+    from service.core.db import session_scope
+    from service.records.compiled_artifacts import public
+    from workers.errors import RoofwatchError
+
+    prepare_database()
+    try:
+        with session_scope() as session:
+            sha, rows = artifacts_of(session, repo, commit)
+            listing = [{"commit": sha, **public(row)} for row in rows]
+            if format_ != "json":
+                render(console, sha, rows)
+    except RoofwatchError as exc:
+        _fail(str(exc))
+    if format_ == "json":
+        sys.stdout.write(json.dumps(listing, indent=2) + "\n")
+
+
+@app.command()
 def compare(
     base: Annotated[str, typer.Argument(help="base revision (e.g. the merge-base)")],
     head: Annotated[str, typer.Argument(help="head revision")],

@@ -15,9 +15,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from sqlmodel import select
 
+from service.cli.progress import Purposes, describe
 from service.core.config import get_settings
 from service.core.db import session_scope
 from service.core.errors import RoofwatchError
+from service.core.keys import manual_run_key, next_attempt, run_key_prefix
+from service.core.links import dashboard_url
 from service.core.models import Change, Commit, Measurement, Repository, Run, TestOutcome
 from service.flows.measure import job_for, submit
 from service.records.changes import shown
@@ -26,7 +29,7 @@ from service.records.runs import create_run, measured_on, upsert_commit
 from workers import checkout
 from workers.device import probe, queue_name
 from workers.external_suites import parse_suites_file
-from workers.runner import local_progress
+from workers.progress import Activity, local_activity
 
 DEFAULT_LAST = 1
 
@@ -102,8 +105,9 @@ def execute(request: RunRequest, console: Console, report: Report | None = None)
             if not request.force and settings.embedded and measured_on(session, commit, device.fingerprint):
                 skipped.append(info.sha)
                 continue
-            attempt = _attempt(session, repo_row, commit, device.fingerprint) if request.force else 0
-            key = f"{repo_row.full_name}@{info.sha}:{device.fingerprint}:manual:{attempt}"
+            attempt = next_attempt(session, Run, run_key_prefix(
+                repo_row.full_name, info.sha, device.fingerprint, "manual")) if request.force else 0
+            key = manual_run_key(repo_row.full_name, info.sha, device.fingerprint, attempt)
             run = create_run(session, repo_row, commit, key)
             planned.append((run.id, info.sha))  # type: ignore[arg-type]
 
@@ -119,6 +123,7 @@ def execute(request: RunRequest, console: Console, report: Report | None = None)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=console) as bar:
         overall = bar.add_task("commits", total=len(planned))
+        purposes = Purposes()
         for run_id, sha in planned:
             with session_scope() as session:
                 queued = session.get(Run, run_id)
@@ -128,17 +133,20 @@ def execute(request: RunRequest, console: Console, report: Report | None = None)
             label = f"{sha[:12]} {commit.message.splitlines()[0][:50] if commit.message else ''}"
             bar.update(overall, description=label)
 
-            def show(suite: str, event: str, _label: str = label) -> None:
-                text = f"  {_label} · {suite}: {'running' if event == 'start' else event}"
-                if event != "start":
-                    bar.console.print(text)
-                bar.update(overall, description=text.strip())
+            def show(activity: Activity, _run_id: int = run_id, _label: str = label) -> None:
+                # Follow-ups (bisection runs, confirmation A/Bs) run inside this commit's call:
+                # each is named by its own commits and purpose, not by this commit.
+                own = _label if activity.kind == "run" and activity.id == _run_id else None
+                text = describe(activity, purposes(activity), own)
+                if activity.event != "start":
+                    bar.console.print(f"  {text}")
+                bar.update(overall, description=text)
 
-            token = local_progress.set(show)
+            token = local_activity.set(show)
             try:
                 results.append(submit(job, queue))
             finally:
-                local_progress.reset(token)
+                local_activity.reset(token)
             if settings.embedded or request.wait:
                 results[-1].get(propagate=False)
             bar.advance(overall)
@@ -149,12 +157,6 @@ def execute(request: RunRequest, console: Console, report: Report | None = None)
     runs = _runs_for(infos, repository.id, device.fingerprint)  # type: ignore[arg-type]
     report(runs)
     return 0 if all(r["state"] in ("succeeded", "skipped") for r in runs) else 1
-
-
-def _attempt(session, repository: Repository, commit: Commit, fingerprint: str) -> int:  # type: ignore[no-untyped-def]
-    prefix = f"{repository.full_name}@{commit.sha}:{fingerprint}:manual:"
-    rows = session.exec(select(Run).where(Run.idempotency_key.startswith(prefix))).all()  # type: ignore[attr-defined]
-    return len(rows)
 
 
 def _runs_for(infos: list[checkout.CommitInfo], repository_id: int, fingerprint: str) -> list[dict[str, object]]:
@@ -208,4 +210,4 @@ def _summary(console: Console, rows: list[dict[str, object]]) -> None:
     for row in rows:
         if row["reason"] and row["state"] != "succeeded":
             console.print(f"[dim]{str(row['sha'])[:12]}: {row['reason']}[/]")
-    console.print(f"dashboard: roofwatch serve, then {get_settings().public_url}/")
+    console.print(f"dashboard: roofwatch serve, then {dashboard_url()}")

@@ -13,6 +13,8 @@
      ├── TriageError                  an unknown change or triage state
      ├── PullRequestError             a pull request that cannot be measured
      ├── CsvHistoryError              an external history (``roofwatch changepoints --csv``) that cannot be read
+     ├── UploadFormatError            an uploaded result file that cannot be read (format, JSON, fields)
+     ├── UploadError                  an upload that cannot be stored (unknown SHA, missing base, device mismatch)
      └── GitHubError                  GitHub answered with an error (``status`` is its HTTP status, if any)
           └── RetryableGitHubError    ... one worth retrying later (5xx, rate limit); ``retry_after`` in s
 
@@ -37,7 +39,8 @@ from workers.errors import (
 __all__ = [
     "CalibrationError", "CheckoutError", "CsvHistoryError", "GitHubError", "IngestError", "PullRequestError",
     "RemoteUnreachable", "ResultFileError", "RetryableGitHubError", "RoofwatchError", "SandboxUnavailable", "SuiteConfigError",
-    "TriageError", "UnknownRepository", "UnknownRevision",
+    "TriageError", "UnknownRepository", "UnknownRevision", "UploadError", "UploadFormatError",
+    "ArtifactLookupError",
 ]
 
 
@@ -57,6 +60,14 @@ class CsvHistoryError(RoofwatchError):
     """An external history that cannot be read as commit, then one number per benchmark."""
 
 
+class UploadFormatError(RoofwatchError):
+    """A result file that cannot be read: unknown format, not JSON, truncated, missing fields."""
+
+
+class UploadError(RoofwatchError):
+    """An upload that cannot be stored: unknown repository or SHA, missing base, device mismatch."""
+
+
 class GitHubError(RoofwatchError):
     def __init__(self, message: str, status: int | None = None) -> None:
         super().__init__(message)
@@ -67,3 +78,7 @@ class RetryableGitHubError(GitHubError):
     def __init__(self, message: str, status: int | None, retry_after: float | None) -> None:
         super().__init__(message, status)
         self.retry_after = retry_after
+
+
+class ArtifactLookupError(RoofwatchError):
+    """The commit is unknown, ambiguous, or has no compiled artifacts."""

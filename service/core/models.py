@@ -19,7 +19,7 @@ def utcnow() -> datetime:
 RUN_STATES = ("queued", "running", "succeeded", "failed", "errored", "cancelled", "skipped")
 TERMINAL_STATES = frozenset({"succeeded", "failed", "errored", "cancelled", "skipped"})
 TRIGGERS = ("push", "pull_request", "manual", "bisect", "schedule", "upload")
-CHANGE_KINDS = ("perf-regression", "perf-improvement", "correctness-failure", "numerics-drift")
+CHANGE_KINDS = ("perf-regression", "perf-improvement", "correctness-failure", "numerics-drift", "compiled-code")
 TriageState = Literal["new", "acknowledged", "expected", "invalid", "fixed"]
 TRIAGE_STATES: tuple[str, ...] = get_args(TriageState)
 # Whose pull requests run without a maintainer's approval (see service.github.trust).
@@ -234,6 +234,38 @@ class Change(SQLModel, table=True):
     detected_run_id: int | None = Field(default=None, foreign_key="run.id")
     details: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class CompiledArtifact(SQLModel, table=True):
+    """One Triton kernel specialization compiled for one target on one run (a compile suite).
+
+    Sizes in bytes; ``registers`` per thread; ``spill_bytes`` local memory per thread.
+    ``tests`` names the tests (benchmarks) that launched it, linking it to timing series.
+    ``toolchain`` is the Triton/ptxas pair that produced it: comparing across toolchains
+    compares compilers, not commits.
+    """
+
+    __table_args__ = (Index("ix_compiledartifact_run_kernel", "run_id", "kernel"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="run.id", index=True)
+    suite: str
+    kernel: str
+    specialization: str
+    target: str
+    status: str  # compiled | failed
+    reason: str = ""
+    registers: int | None = None
+    spill_bytes: int | None = None
+    stack_bytes: int | None = None
+    shared_bytes: int | None = None
+    ptx_bytes: int | None = None
+    sass_bytes: int | None = None
+    sass_instructions: int | None = None
+    instructions: dict[str, int] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    tests: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    sass_hash: str = ""
+    toolchain: str = ""
 
 
 DELIVERY_OUTCOMES = ("accepted", "ignored", "failed")

@@ -23,6 +23,7 @@ from sqlmodel import Session, col, select
 from service.analysis import environment, lifecycle
 from service.core.keys import comparison_key, comparison_key_prefix, starts_with
 from service.core.models import Benchmark, Change, Commit, Comparison, ComparisonResult, Device, Repository
+from service.flows import compiled_changes
 from service.records import changes
 from service.records.comparisons import results_of
 from service.records.series import benchmark_points
@@ -158,23 +159,39 @@ def _decide(session: Session, comparison: Comparison, waiting: list[Change]) -> 
                               "not measured by the A/B"}
             session.add(change)
             continue
-        _confirm(session, change, comparison, result)
-        confirmed.append(change.id)  # type: ignore[arg-type]
+        if _confirm(session, change, comparison, result):
+            confirmed.append(change.id)  # type: ignore[arg-type]
     return confirmed
 
 
-def _confirm(session: Session, change: Change, comparison: Comparison, result: ComparisonResult) -> None:
+def _confirm(session: Session, change: Change, comparison: Comparison, result: ComparisonResult) -> bool:
+    """Confirm ``change`` with the A/B's numbers, unless its kernels' binaries say it is the machine."""
+    good = session.get(Commit, comparison.base_commit_id)
+    bad = session.get(Commit, comparison.head_commit_id)
+    benchmark = session.get(Benchmark, change.benchmark_id) if change.benchmark_id is not None else None
+    assert good is not None and bad is not None
+    decision, compiled = compiled_changes.timing_decision(
+        session, comparison.repository_id, good.sha, bad.sha, benchmark.name if benchmark else "",
+        result.change_pct, result.threshold_pct)
+    if not decision.report:
+        change.phase = lifecycle.REJECTED
+        change.details = {**change.details, **compiled, "comparison_id": comparison.id, "held_back": True,
+                          "rejected": decision.note}
+        session.add(change)
+        return False
     change.phase = lifecycle.CONFIRMED
     change.first_bad_commit_id = comparison.head_commit_id
     change.change_pct, change.ci_low, change.ci_high = result.change_pct, result.ci_low, result.ci_high
     change.p_value = result.q_value
     change.details = {**change.details, "before": result.base_median, "after": result.head_median,
                       "comparison_id": comparison.id, "threshold_pct": result.threshold_pct,
-                      "mde_pct": result.mde_pct, "noise_pct": result.noise_pct, "rounds": len(result.base_values)}
+                      "mde_pct": result.mde_pct, "noise_pct": result.noise_pct, "rounds": len(result.base_values),
+                      **compiled}
     session.add(change)
     session.flush()
     if change.kind == "perf-improvement":
         _mark_returned(session, change, result.threshold_pct)
+    return True
 
 
 def _spillover(session: Session, comparison: Comparison, good: Commit, bad: Commit,
@@ -194,8 +211,8 @@ def _spillover(session: Session, comparison: Comparison, good: Commit, bad: Comm
             phase=lifecycle.CANDIDATE, good=good, bad=bad, run_id=None, benchmark_id=benchmark.id,
             suite=benchmark.suite, details={"seen_in_comparison": comparison.id})
         if _own_runs_agree(session, benchmark, comparison.device_id, good, bad, result):  # type: ignore[arg-type]
-            _confirm(session, change, comparison, result)
-            confirmed.append(change.id)  # type: ignore[arg-type]
+            if _confirm(session, change, comparison, result):
+                confirmed.append(change.id)  # type: ignore[arg-type]
         else:
             change.phase = lifecycle.REJECTED
             change.details = {**change.details, "rejected": "its own runs of these commits did not move"}

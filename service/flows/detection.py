@@ -27,7 +27,7 @@ from sqlmodel import Session, col, select
 from service.analysis import history, lifecycle
 from service.analysis.correctness import FAILING
 from service.core.models import Benchmark, Change, Commit, Measurement, Run, TestOutcome
-from service.flows import narrowing
+from service.flows import compiled_changes, narrowing
 from service.records import changes
 from service.records.series import MAIN_BRANCH_TRIGGERS, benchmark_points, previous_run, test_outcomes
 
@@ -63,6 +63,7 @@ def analyze_run(session: Session, run_id: int, commits_between: CommitsBetween) 
     if base is not None:
         _numerics(session, run, commit, base, summary)
     _performance(session, run, commit, summary, commits_between)
+    summary.changes += compiled_changes.flag(session, run, commit)
     return summary
 
 

@@ -18,6 +18,7 @@ from sqlmodel import Session, select
 from service.core.config import Settings, get_settings
 from service.core.db import session_scope
 from service.core.errors import GitHubError
+from service.core.links import dashboard_url
 from service.core.models import Repository
 from service.flows import pull_request as pull_requests
 from service.flows import push as pushes
@@ -167,7 +168,7 @@ def _pull_request(repository_id: int, pull: PullRequest, policy: str, approved_b
             ids = reporting.show_phase(
                 session, repository, pull.head.sha, "waiting",
                 f"waiting for a maintainer: {waiting}; add the label {label} or comment /roofwatch run",
-                pull.html_url or get_settings().public_url)
+                pull.html_url or dashboard_url())
     if waiting and not approved_by:
         reporting.send(ids)
         return f"waiting for approval: {waiting}"

@@ -15,6 +15,7 @@ from sqlmodel import col, select
 from service.core.config import get_settings
 from service.core.db import session_scope
 from service.core.errors import CheckoutError
+from service.core.keys import nightly_run_key
 from service.core.models import Repository, Run
 from service.flows.measure import job_for, submit
 from service.flows.pull_request import device_class
@@ -23,10 +24,6 @@ from workers import checkout
 from workers.device import queue_name
 
 log = logging.getLogger(__name__)
-
-
-def nightly_key(full_name: str, sha: str, device: str, night: date) -> str:
-    return f"{full_name}@{sha}:{device}:nightly:{night.isoformat()}"
 
 
 def start_all(night: date) -> dict[str, int | str]:
@@ -47,7 +44,7 @@ def start_all(night: date) -> dict[str, int | str]:
             log.warning("nightly run of %s not started: %s", full_name, exc)
             started[full_name] = f"not started: {exc}"
             continue
-        key = nightly_key(full_name, sha, device, night)
+        key = nightly_run_key(full_name, sha, device, night)
         with session_scope() as session:
             if session.exec(select(Run.id).where(Run.idempotency_key == key)).first() is not None:
                 started[full_name] = "already started tonight"

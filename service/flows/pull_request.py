@@ -17,7 +17,8 @@ from sqlmodel import Session, col, select
 from service.core.config import get_settings
 from service.core.db import session_scope
 from service.core.errors import CheckoutError, PullRequestError
-from service.core.keys import comparison_key
+from service.core.keys import comparison_key, next_attempt, pull_request_run_key, pull_request_run_key_prefix
+from service.core.links import compare_url, dashboard_url, run_url
 from service.core.models import Commit, Comparison, Repository, Run, utcnow
 from service.flows import dispatch
 from service.github import reporting
@@ -48,8 +49,6 @@ def device_class() -> str:
     return get_settings().pr_device_class or probe().device_class
 
 
-def compare_url(comparison_id: int) -> str:
-    return f"{get_settings().public_url.rstrip('/')}/compare/{comparison_id}"
 
 
 def start(head: PullRequestHead) -> int | None:
@@ -78,10 +77,11 @@ def start(head: PullRequestHead) -> int | None:
             log.info("%s#%s: %s already queued or running", repository.full_name, head.number, head.head_sha[:12])
             reporting.send(report_ids)
             return None
-        prefix = f"{repository.full_name}#{head.number}@{head.head_sha}:pull_request:"
-        attempt = len(session.exec(select(Run.id).where(col(Run.idempotency_key).startswith(prefix))).all())
+        attempt = next_attempt(session, Run, pull_request_run_key_prefix(
+            repository.full_name, head.number, head.head_sha))
         run = Run(repository_id=repository.id, commit_id=head_commit.id, trigger="pull_request",  # type: ignore[arg-type]
-                  pr_number=head.number, base_sha=merge_base, idempotency_key=f"{prefix}{attempt}")
+                  pr_number=head.number, base_sha=merge_base,
+                  idempotency_key=pull_request_run_key(repository.full_name, head.number, head.head_sha, attempt))
         session.add(run)
         session.flush()
         key = comparison_key(repository, merge_base, head.head_sha, device, f"pull_request#{head.number}", attempt)
@@ -176,7 +176,7 @@ def _cancel_run(session: Session, repository: Repository, run: Run, reason: str)
     commit = session.get(Commit, run.commit_id)
     assert commit is not None
     return reporting.show_phase(session, repository, commit.sha, "cancelled", f"cancelled: {reason}",
-                                f"{get_settings().public_url.rstrip('/')}/runs/{run.id}")
+                                run_url(run.id))  # type: ignore[arg-type]
 
 
 def _could_not_measure(repository_id: int, head: PullRequestHead, reason: str) -> None:
@@ -187,5 +187,5 @@ def _could_not_measure(repository_id: int, head: PullRequestHead, reason: str) -
         assert repository is not None
         ids = reporting.show_summary(session, repository, head.head_sha,
                                      Summary("failure", f"could not measure: {reason}"),
-                                     f"{get_settings().public_url.rstrip('/')}/")
+                                     dashboard_url())
     reporting.send(ids)

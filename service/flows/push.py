@@ -16,6 +16,8 @@ from sqlmodel import select
 from service.core.config import get_settings
 from service.core.db import session_scope
 from service.core.errors import CheckoutError
+from service.core.keys import push_run_key
+from service.core.links import run_url
 from service.core.models import Change, Commit, Measurement, Repository, Run, TestOutcome
 from service.flows import dispatch
 from service.flows.measure import job_for, submit
@@ -37,10 +39,6 @@ class PushedHead:
     sha: str
 
 
-def run_url(run_id: int) -> str:
-    return f"{get_settings().public_url.rstrip('/')}/runs/{run_id}"
-
-
 def start(push: PushedHead) -> int | None:
     """Create and submit the run of a pushed head; None when that head already has one."""
     settings = get_settings()
@@ -59,7 +57,7 @@ def start(push: PushedHead) -> int | None:
         repository = session.get(Repository, push.repository_id)
         assert repository is not None
         commit = upsert_commit(session, repository, info)
-        key = f"{repository.full_name}@{push.sha}:{device}:push:0"
+        key = push_run_key(repository.full_name, push.sha, device)
         if session.exec(select(Run.id).where(Run.idempotency_key == key)).first() is not None:
             log.info("%s@%s: already measured for a push", repository.full_name, push.sha[:12])
             return None

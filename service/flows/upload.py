@@ -27,6 +27,7 @@ from sqlmodel import Session, col, select
 
 from service.analysis import compare, lifecycle, single_runs
 from service.core.config import get_settings
+from service.core.errors import UnknownRepository, UnknownRevision, UploadError
 from service.core.models import (
     Benchmark,
     Change,
@@ -46,16 +47,11 @@ from service.records.series import benchmark_points
 from service.records.upload_formats import ParsedResults, UploadFormatError, read_results
 from workers import checkout
 from workers.envelope import CommitRecord, DeviceInfo, Envelope, SuiteResult
-from workers.errors import RoofwatchError, UnknownRepository, UnknownRevision
 
 log = logging.getLogger(__name__)
 
 UNCONFIRMED_NOTE = ("uploaded, not re-measured: confirmation (A/B) and bisection need a runner for this "
                     "repository's device class, so this candidate is not confirmed")
-
-
-class UploadError(RoofwatchError):
-    """An upload that cannot be stored: unknown repository or SHA, missing base, device mismatch."""
 
 
 @dataclass(frozen=True)

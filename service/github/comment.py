@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeGuard
 
 from service.analysis.abtest import MIN_ROUNDS
+from service.github.compiled_section import render_compiled
 
 MARKER = "<!-- roofwatch:pull-request-report -->"  # hidden marker by which the comment is found again and edited
 MAX_COMMENT_CHARS = 65_000  # GitHub rejects comment bodies over 65,536 characters
@@ -189,8 +190,10 @@ def render_comment(report: dict[str, Any], context: ReportContext) -> str:
     left -= len(unsure)
     significant = _significant(view, left - budget // 5)
     left -= len(significant)
+    compiled = render_compiled(report.get("compiled") or {}, min(left, budget // 10), _code)
+    left -= len(compiled)
     details = _details(view, left)
-    return _join([MARKER, header, notice, failures, significant, unsure, mde, details, link])
+    return _join([MARKER, header, notice, failures, significant, compiled, unsure, mde, details, link])
 
 
 def comment_for(report: dict[str, Any], repository: str, pr_number: int, base_ref: str, dashboard_url: str) -> str:

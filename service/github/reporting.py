@@ -1,7 +1,7 @@
 """What roofwatch shows on GitHub: a status (token) or check run (App) per head, and the PR comment.
 
 These functions only record the desired state through the outbox; ``send`` then asks for
-delivery (inline when embedded, on the ``cpu`` queue otherwise).
+delivery (by the reporter thread when embedded, on the ``cpu`` queue otherwise).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from sqlmodel import Session
 from service.core import task_queue
 from service.core.config import get_settings
 from service.core.models import Repository
-from service.github import outbox
+from service.github import outbox, reporter
 from service.github.comment import Summary
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,14 @@ def show_comment(session: Session, repository: Repository, pr_number: int, body:
 
 
 def send(report_ids: list[int]) -> None:
-    """Ask for delivery of freshly published reports; a failure leaves them for the next sweep."""
+    """Ask for delivery of freshly published reports; never waits for GitHub.
+
+    Embedded, the process's reporter thread delivers them; with a broker, a ``cpu`` worker. What
+    GitHub refuses stays in the outbox for the next sweep.
+    """
+    if get_settings().embedded:
+        reporter.submit(report_ids)
+        return
     for report_id in report_ids:
         try:
             task_queue.send("roofwatch.deliver_report", report_id)

@@ -16,6 +16,7 @@ from sqlmodel import Session, select
 
 from service.analysis import abtest, correctness
 from service.core.models import Benchmark, Commit, Comparison, ComparisonResult, Device, Repository, utcnow
+from service.records import compiled_artifacts
 from service.records.ingest import IngestError, upsert_benchmark, upsert_device
 from service.records.roofline import fraction_of_roofline, peaks_for
 from suites.roofline import RooflineError
@@ -75,6 +76,7 @@ def ingest_ab(session: Session, envelope: ABEnvelope) -> Comparison:
     comparison.details = {
         **comparison.details, "new_failures": new_failures, "fixed": fixed,
         "mde_pct": max((r.mde_pct for r in verdicts if r.mde_pct is not None), default=None),
+        "compiled": compiled_artifacts.ab_summary(envelope.rounds),
     }
     if comparison.state == "cancelled":
         comparison.verdict = "cancelled"  # measured after all, but nobody is waiting for the verdict
@@ -189,4 +191,5 @@ def comparison_report(session: Session, comparison_id: int) -> dict[str, Any]:
         "error": comparison.error, "mde_pct": comparison.details.get("mde_pct"),
         "new_failures": comparison.details.get("new_failures", []),
         "fixed": comparison.details.get("fixed", []), "benchmarks": rows,
+        "compiled": comparison.details.get("compiled", {}),
     }

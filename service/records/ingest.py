@@ -24,6 +24,7 @@ from service.core.models import (
     TestOutcome,
     utcnow,
 )
+from service.records import compiled_artifacts
 from service.records.roofline import fraction_of_roofline, peaks_for
 from suites.roofline import Peaks, RooflineError
 from workers.envelope import ENVELOPE_VERSION, DeviceInfo, Envelope, MeasurementRecord
@@ -95,6 +96,7 @@ def ingest_envelope(session: Session, envelope: Envelope) -> Run:
     # and one ORM round trip per row would make ingest the slowest step of a run.
     if outcomes:
         session.execute(insert(TestOutcome), outcomes)
+    compiled_artifacts.store(session, run_id, envelope.suites)
     ids = benchmark_ids(session, repository, device, records)
     peaks = peaks_for(device)
     rows: list[dict[str, object]] = []

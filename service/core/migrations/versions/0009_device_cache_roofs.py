@@ -1,7 +1,7 @@
 """device.cache_roofs: measured cache-level roofs (capacity and bandwidth per level) for the hierarchical roofline
 
 Revision ID: 0009
-Revises: 0008
+Revises: 0010
 Create Date: 2026-11-24 09:05:00
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = '0009'
-down_revision = '0008'
+down_revision = '0010'
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,31 @@
+"""Read the artifacts file a compile suite wrote, and decide the suite's status from it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from workers.envelope import CompiledArtifactRecord
+from workers.errors import ResultFileError
+
+
+def parse_compiled_json(path: Path) -> list[CompiledArtifactRecord]:
+    if not path.is_file():
+        raise ResultFileError("the compile suite wrote no artifacts file (did its pytest load workers.compiled.plugin?)")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return [CompiledArtifactRecord.model_validate(item) for item in data["artifacts"]]
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValidationError) as exc:
+        raise ResultFileError(f"artifacts file is not valid: {exc}") from exc
+
+
+def failure_summary(artifacts: list[CompiledArtifactRecord]) -> str:
+    """'' when every specialization compiled for every target; otherwise the first compiler reasons."""
+    failed = [a for a in artifacts if a.status == "failed"]
+    if not failed:
+        return ""
+    lines = [f"{a.kernel}[{a.specialization}] {a.target}: {a.reason}" for a in failed[:5]]
+    more = f"\n... and {len(failed) - 5} more" if len(failed) > 5 else ""
+    return f"{len(failed)} kernel specialization(s) failed to compile:\n" + "\n".join(lines) + more
