@@ -22,8 +22,13 @@ Kind = Literal["flops", "bytes", "time", "raw"]
 MEMORY_BOUND_INTENSITY = 10.0
 # The trend compares the latest value with the median of this many before it.
 TREND_WINDOW = 10
-# A trend smaller than this is not coloured: run-to-run noise is routinely that large.
-TREND_NOISE_PCT = 1.0
+# A trend is coloured only for a detected change, or when it stands this far beyond the series'
+# own noise (and beyond TREND_FLOOR_PCT) with at least TREND_MIN_HISTORY values before it: timings
+# of identical code differ 10-45 % between processes on a shared host, and a dashboard that paints
+# such moves red and green is one nobody reads.
+TREND_NOISE_MULTIPLE = 4.0
+TREND_FLOOR_PCT = 5.0
+TREND_MIN_HISTORY = 5
 
 _LADDERS: dict[Kind, tuple[tuple[float, str], ...]] = {
     "flops": ((1e12, "TFLOP/s"), (1e9, "GFLOP/s"), (1e6, "MFLOP/s"), (1e3, "kFLOP/s"), (1.0, "FLOP/s")),
@@ -117,9 +122,49 @@ def trend_pct(series: Sequence[float | None]) -> float | None:
     return 100.0 * (known[-1] - reference) / abs(reference)
 
 
-def trend_class(delta_pct: float | None, higher_better: bool) -> str:
-    """CSS class for a trend: worse is red, better green, within noise plain."""
-    if delta_pct is None or abs(delta_pct) < TREND_NOISE_PCT:
-        return "muted"
+def noise_pct(series: Sequence[float | None]) -> float | None:
+    """The series' run-to-run noise before its latest value, in % of its level.
+
+    A robust standard deviation (1.4826 × the median absolute deviation) of up to
+    ``TREND_WINDOW`` values before the latest, over their median; None with fewer than three.
+    """
+    before = [v for v in series if v is not None][-TREND_WINDOW - 1:-1]
+    if len(before) < 3:
+        return None
+    centre = median(before)
+    if centre == 0:
+        return None
+    return 100.0 * 1.4826 * median(abs(v - centre) for v in before) / abs(centre)
+
+
+@dataclass(frozen=True)
+class TrendView:
+    """How a trend is shown: its CSS class and the reason for its colour (or for its lack of one)."""
+
+    css: str
+    why: str
+
+
+def trend_view(delta_pct: float | None, noise: float | None, history: int, higher_better: bool,
+               detected: str | None = None) -> TrendView:
+    """Red or green only for a detected change (``detected``: its kind) or a move far beyond noise.
+
+    ``history`` is how many values precede the latest one. Everything else is grey: a move of
+    noise size says nothing, and colouring it teaches readers to ignore the colour.
+    """
+    if delta_pct is None:
+        return TrendView("muted", "")
     worse = delta_pct < 0 if higher_better else delta_pct > 0
-    return "dir-regression" if worse else "dir-improvement"
+    # A confirmed change colours the trend that shows it: same direction, more than noise. A change
+    # at the far end of the window leaves the latest value level with the median, which is not news.
+    if detected in ("perf-regression", "perf-improvement") and worse == (detected == "perf-regression") \
+            and abs(delta_pct) > max(1.0, noise or 0.0):
+        css = "dir-regression" if worse else "dir-improvement"
+        return TrendView(css, f"a confirmed {detected} lies in this window")
+    threshold = max(TREND_FLOOR_PCT, TREND_NOISE_MULTIPLE * noise) if noise is not None else None
+    if threshold is None or history < TREND_MIN_HISTORY:
+        return TrendView("muted", "too few earlier values to tell this from noise")
+    if abs(delta_pct) <= threshold:
+        return TrendView("muted", f"within noise: the series varies ±{noise:.1f}% run to run")
+    return TrendView("dir-regression" if worse else "dir-improvement",
+                     f"beyond {TREND_NOISE_MULTIPLE:g} × the series' noise (±{noise:.1f}%); not confirmed yet")

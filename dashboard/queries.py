@@ -44,6 +44,7 @@ def _oldest_first() -> tuple[ColumnElement[Any], ...]:
 def _trend_columns() -> tuple[Any, ...]:
     """What a sparkline and its latest value need: no commit text to fetch for 3,000 points."""
     return (col(Measurement.benchmark_id).label("benchmark_id"), col(Run.id).label("run_id"),
+            col(Run.commit_id).label("commit_id"), col(Commit.position).label("position"),
             col(Measurement.median).label("median"), col(Measurement.roofline_fraction).label("roofline_fraction"))
 
 
@@ -128,6 +129,57 @@ def _ranked_points(session: Session, benchmark_ids: Sequence[int], limit: int,
     return dict(points)
 
 
+PERF_KINDS = ("perf-regression", "perf-improvement")
+
+
+def detected_in_windows(session: Session, windows: dict[int, list[dict[str, Any]]]) -> dict[int, str]:
+    """The kind of a confirmed performance change each benchmark has inside its window of points.
+
+    ``windows`` maps a benchmark id to the points its trend compares (from ``recent_points``). A
+    change counts when its first bad commit, or the end of its range when not narrowed to one, is
+    one of those points; changes triaged ``invalid`` do not. One query for the whole page.
+    """
+    if not windows:
+        return {}
+    query = select(Change).where(col(Change.benchmark_id).in_(list(windows)), shown(),
+                                 col(Change.kind).in_(PERF_KINDS), col(Change.state) != "invalid")
+    found: dict[int, str] = {}
+    for change in session.exec(query.order_by(col(Change.id))).all():
+        points = windows[change.benchmark_id]  # type: ignore[index]
+        commits = {p["commit_id"] for p in points}
+        positions = {p["position"] for p in points if p["position"] is not None}
+        if change.first_bad_commit_id in commits or (
+                change.first_bad_commit_id is None and change.range_end_position in positions):
+            found[change.benchmark_id] = change.kind  # type: ignore[index]
+    return found
+
+
+def confirmed_between(session: Session, repository_id: int | None,
+                      spans: dict[int, tuple[str, str]]) -> dict[int, str]:
+    """The kind of a confirmed performance change each benchmark has after one commit, up to another.
+
+    ``spans`` maps a benchmark id to (earlier sha, later sha); a change counts when its first bad
+    commit's branch position lies after the earlier commit's and at or before the later one's.
+    """
+    if not spans:
+        return {}
+    shas = {sha for pair in spans.values() for sha in pair}
+    query = select(Commit.sha, Commit.position).where(col(Commit.sha).in_(shas))
+    if repository_id is not None:
+        query = query.where(Commit.repository_id == repository_id)
+    position = {sha: pos for sha, pos in session.exec(query).all() if pos is not None}
+    changes = session.exec(
+        select(Change, Commit.position).join(Commit, col(Change.first_bad_commit_id) == col(Commit.id))
+        .where(col(Change.benchmark_id).in_(list(spans)), shown(), col(Change.kind).in_(PERF_KINDS),
+               col(Change.state) != "invalid")).all()
+    found: dict[int, str] = {}
+    for change, at in changes:
+        before, after = (position.get(sha) for sha in spans[change.benchmark_id])  # type: ignore[index]
+        if at is not None and before is not None and after is not None and before < at <= after:
+            found[change.benchmark_id] = change.kind  # type: ignore[index]
+    return found
+
+
 def full_series(session: Session, benchmark_ids: Iterable[int]) -> dict[int, list[dict[str, Any]]]:
     """Every point of these benchmarks (oldest first), in one query."""
     ids = list(benchmark_ids)
@@ -168,11 +220,12 @@ def alternatives(session: Session, benchmark: Benchmark) -> list[Benchmark]:
 
 
 def series_changes(session: Session, benchmark_ids: Iterable[int]) -> list[dict[str, Any]]:
-    """Changes detected on these benchmarks, with their first bad commit when known."""
+    """Confirmed changes of these benchmarks, with their first bad commit when known (candidates and
+    rejected sightings stay internal, as everywhere else on the dashboard)."""
     query = (sa_select(Change, col(Benchmark.device_class), col(Commit.sha))
              .join(Benchmark, col(Change.benchmark_id) == col(Benchmark.id))
              .outerjoin(Commit, col(Change.first_bad_commit_id) == col(Commit.id))
-             .where(col(Change.benchmark_id).in_(list(benchmark_ids))).order_by(col(Change.id)))
+             .where(col(Change.benchmark_id).in_(list(benchmark_ids)), shown()).order_by(col(Change.id)))
     return [_change_row(change, device_class, sha) for change, device_class, sha in session.execute(query)]
 
 

@@ -15,13 +15,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from service.records.roofline import compute_roof
-from suites.roofline import Peaks
+from service.records.roofline import bound_of, compute_roof
+from suites.roofline import Bound, Peaks, RooflineError
 
 # Colours by dtype, so one kernel's fp16 and fp32 variants read as related but distinct.
 DTYPE_COLORS = {"fp32": "#1f77b4", "tf32": "#17becf", "fp16": "#ff7f0e", "bf16": "#d62728", "fp8": "#9467bd"}
 OTHER_COLOR = "#7f7f7f"
 ROOF_COLOR = "#1d232a"
+CACHE_ROOF_COLOR = "#8c959f"  # cache-level roofs: lighter than DRAM's, which bounds what streams from memory
 
 
 @dataclass(frozen=True)
@@ -54,15 +55,27 @@ def attainable(peaks: Peaks, intensity: float, dtype: str) -> float:
     return min(compute_roof(peaks, dtype), intensity * peaks.bandwidth)
 
 
+def bound(point: KernelPoint, peaks: Peaks | None) -> Bound | None:
+    """The roof that bounds the point (DRAM or a cache level, hierarchical roofline); None without
+    roofs, or when the point beats every roof (a harness error, not a place on the chart)."""
+    if peaks is None:
+        return None
+    try:
+        return bound_of(peaks, point.flops, point.bytes, point.median, point.dtype)
+    except RooflineError:
+        return None
+
+
 def fraction(point: KernelPoint, peaks: Peaks | None) -> float | None:
-    """How close the point came to the roofs drawn with it; the stored fraction when there are none.
+    """How close the point came to the roof that bounds it; the stored fraction when there are none.
 
     Computed against the roofs on the chart, not read from the measurement, so a device calibrated
     after the run was ingested shows points and percentages that agree with the lines.
     """
     if peaks is None:
         return point.stored_fraction
-    return point.achieved / attainable(peaks, point.intensity, point.dtype)
+    held = bound(point, peaks)
+    return held.fraction if held else point.achieved / attainable(peaks, point.intensity, point.dtype)
 
 
 def ridge_points(peaks: Peaks) -> list[tuple[str, float, float]]:
@@ -104,6 +117,16 @@ def roof_traces(peaks: Peaks, low: float, high: float) -> list[dict[str, Any]]:
         "x": [low, slope_end], "y": [low * peaks.bandwidth, slope_end * peaks.bandwidth], "line": line,
         "hoverinfo": "text", "hovertext": f"{peaks.bandwidth / 1e9:.4g} GB/s ({source})",
     }]
+    # The hierarchical roofline: one slope per cache level faster than DRAM, up to the highest roof.
+    highest = max((peak for _, _, peak in ridges), default=0.0)
+    for name, capacity, bandwidth in peaks.memory_levels()[1:]:
+        end = max(highest / bandwidth, low * 1.01) if highest else high
+        traces.append({
+            "type": "scatter", "mode": "lines", "meta": "cache-roof", "name": f"{name} bandwidth ({source})",
+            "x": [low, end], "y": [low * bandwidth, end * bandwidth],
+            "line": {"color": CACHE_ROOF_COLOR, "width": 1.5, "dash": "dot"}, "hoverinfo": "text",
+            "hovertext": f"{name} ({capacity / 2**20:.3g} MiB): {bandwidth / 1e9:.4g} GB/s ({source})",
+        })
     for dtypes, intensity, peak in ridges:
         traces.append({
             "type": "scatter", "mode": "lines", "meta": "roof", "name": f"{dtypes} roof ({source})",
@@ -121,8 +144,13 @@ def roof_traces(peaks: Peaks, low: float, high: float) -> list[dict[str, Any]]:
 
 def hover(point: KernelPoint, peaks: Peaks | None, label: str) -> str:
     share = fraction(point, peaks)
+    held = bound(point, peaks)
     impl = f" · {point.impl}" if point.impl else ""
     percent = f"{100 * share:.1f}% of roofline" if share is not None else "no roofs to compare against"
+    if held is not None:
+        percent += f", bounded by the {held.roof} roof ({held.bandwidth / 1e9:.4g} GB/s)"
+    elif peaks is not None:
+        percent = "faster than every roof: the declared work, the peaks or the timer is wrong"
     return (f"{point.name}<br>shape {point.shape or '—'} · {point.dtype or 'dtype ?'}{impl}<br>"
             f"{percent}<br>{point.intensity:.3g} FLOP/byte · {point.achieved / 1e12:.4g} TFLOP/s<br>"
             f"{label} {point.sha[:10]} (run {point.run_id})")

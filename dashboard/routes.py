@@ -13,12 +13,16 @@ from fastapi import FastAPI
 from fastapi.responses import FileResponse
 
 from dashboard.pages import benchmark, changes, compare, compiled, overview, roofline, run
+from dashboard.pr_comment import CommentRenderer
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 PAGES = (overview, run, compare, benchmark, roofline, changes, compiled)
 
 
-def mount(app: FastAPI) -> None:
+def mount(app: FastAPI, render_comment: CommentRenderer | None = None) -> None:
+    """The pages on ``app``; with ``render_comment`` the compare page shows the PR comment too."""
+    app.state.render_pr_comment = render_comment
+
     @app.get("/static/plotly.min.js", include_in_schema=False)
     def plotly_js() -> FileResponse:
         # Served from the installed plotly package: the dashboard works offline and air-gapped.

@@ -1,20 +1,40 @@
 #!/usr/bin/env bash
-# roofwatch's main job on the embedded default (SQLite, no broker): measure this
-# repository's recent commits, then serve the dashboard that shows them.
+# What roofwatch catches, in a few minutes on the embedded default (SQLite, no broker): write the
+# demo kernel repository (a slowdown, a correctness bug fixed later, a speedup, a pull-request
+# branch that regresses one kernel), measure its history, compare the pull request with main,
+# then serve the dashboard. `./scripts/demo.sh --self` measures this repository's own recent
+# commits instead (ROOFWATCH_DEMO_COMMITS of them, default 3; tens of minutes on a CPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/bootstrap.sh
 
-COMMITS=${ROOFWATCH_DEMO_COMMITS:-3}
 PORT=${ROOFWATCH_PORT:-8000}
-# A candidate change is confirmed by an interleaved A/B before it is reported; on a CPU the
-# interpreted Triton benchmarks make each round slow, so the demo caps the rounds lower.
-export ROOFWATCH_AB_MAX_ROUNDS=${ROOFWATCH_AB_MAX_ROUNDS:-4}
-# A failing commit is a result, not a reason to stop before the dashboard.
-.venv/bin/roofwatch run --repo . --last "$COMMITS" || true
-.venv/bin/roofwatch regressions || true
 URL="http://127.0.0.1:${PORT}/"
-if command -v xdg-open >/dev/null 2>&1 && [ -n "${DISPLAY:-}" ]; then
-    (sleep 2 && xdg-open "$URL" >/dev/null 2>&1) &
+serve() {
+    if command -v xdg-open >/dev/null 2>&1 && [ -n "${DISPLAY:-}" ]; then
+        (sleep 2 && xdg-open "$URL" >/dev/null 2>&1) &
+    fi
+    exec .venv/bin/roofwatch serve --host 127.0.0.1 --port "$PORT"
+}
+
+if [ "${1:-}" = "--self" ]; then
+    # A candidate change is confirmed by an interleaved A/B; on a CPU the interpreted Triton
+    # benchmarks make each round slow, so rounds are capped lower.
+    export ROOFWATCH_AB_MAX_ROUNDS=${ROOFWATCH_AB_MAX_ROUNDS:-4}
+    .venv/bin/roofwatch run --repo . --last "${ROOFWATCH_DEMO_COMMITS:-3}" || true  # a failing commit is a result
+    .venv/bin/roofwatch regressions || true
+    serve
 fi
-exec .venv/bin/roofwatch serve --host 127.0.0.1 --port "$PORT"
+
+DEMO=$(realpath -m "${ROOFWATCH_DEMO_DIR:-.demo}")
+# The demo keeps its own database and mirrors, apart from what roofwatch tracks for you.
+export ROOFWATCH_DATA_DIR=${ROOFWATCH_DATA_DIR:-$DEMO/data}
+REPO="$DEMO/kernels"
+started=$SECONDS
+[ -d "$REPO/.git" ] || .venv/bin/roofwatch demo init "$REPO"
+# Commits already measured are skipped, so running the demo again goes straight to the dashboard.
+.venv/bin/roofwatch run --repo "$REPO" --last 15 || true              # the buggy commits fail: exit 1
+.venv/bin/roofwatch compare main layernorm-two-pass --repo "$REPO" || true  # a regression: exit 1
+.venv/bin/roofwatch regressions --repo "$REPO" || true
+echo "demo measured in $((SECONDS - started)) s; the pull request's comparison is on the dashboard's compare page"
+serve

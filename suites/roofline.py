@@ -10,18 +10,22 @@ Peaks should be the ones ``roofwatch calibrate`` measured on the device; ``DATAS
 is only the fallback when no calibration exists, and ``Peaks.source`` says which was used.
 """
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 __all__ = [
     "DATASHEET_PEAKS",
+    "Bound",
+    "CacheRoof",
     "Peaks",
     "RooflineError",
     "achieved_bandwidth",
     "achieved_flops",
     "arithmetic_intensity",
     "attainable_flops",
+    "bound_by",
     "datasheet_peaks",
     "roofline_fraction",
 ]
@@ -32,17 +36,46 @@ class RooflineError(ValueError):
 
 
 @dataclass(frozen=True)
+class CacheRoof:
+    """One cache level's roof: its ``capacity`` in bytes and the copy ``bandwidth`` (bytes/s) it sustains."""
+
+    name: str  # "L2", "L3"
+    capacity: int
+    bandwidth: float
+
+
+@dataclass(frozen=True)
 class Peaks:
     """Peak rates of one device.
 
     ``bandwidth`` is DRAM bandwidth in bytes/s; ``flops`` maps a dtype name (``fp32``,
     ``tf32``, ``fp16``, ``bf16``, ``fp8``) to FLOP/s; ``source`` tells measured peaks from
-    datasheet ones, so a report can say which roof it was held to.
+    datasheet ones, so a report can say which roof it was held to. ``caches`` are the measured
+    cache-level roofs (the hierarchical roofline); ``warm_caches`` says the harness measures with
+    warm caches on this device (a CPU: the host timer flushes nothing), so a working set that fits
+    a cache is held to that cache's roof from the start.
     """
 
     bandwidth: float
     flops: Mapping[str, float]
     source: Literal["measured", "datasheet"]
+    caches: tuple[CacheRoof, ...] = ()
+    warm_caches: bool = False
+
+    def memory_levels(self) -> list[tuple[str, float, float]]:
+        """``(name, capacity in bytes, bandwidth)`` from DRAM up to the fastest cache."""
+        levels = [("DRAM", math.inf, self.bandwidth)]
+        levels += [(c.name, float(c.capacity), c.bandwidth) for c in self.caches if c.bandwidth > self.bandwidth]
+        return sorted(levels, key=lambda level: level[2])
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The roof one measurement is held to: a memory level, its bandwidth, and the fraction reached."""
+
+    roof: str  # "DRAM", "L3", "L2"
+    bandwidth: float  # bytes/s
+    fraction: float
 
 
 _T = 1e12
@@ -158,3 +191,39 @@ def roofline_fraction(
             f"(fraction {fraction:.3f}); the declared FLOPs/bytes, the peaks or the timer is wrong"
         )
     return fraction
+
+
+def bound_by(peaks: Peaks, flops: float, bytes_moved: float, seconds: float, peak_flops: float) -> Bound:
+    """The hierarchical roofline: which memory level's roof bounds one call, and how close it came.
+
+    The search starts at DRAM, or with warm caches at the smallest cache that holds the working
+    set (``bytes_moved``), where a warm call finds its data; a call faster than that roof must have been served by a faster
+    level (a working set partly resident), so the next one up is tried. Only a call faster than
+    the fastest roof is an error: then the declared work, the peaks or the timer is wrong. This
+    is how Nsight Compute's hierarchical roofline places one kernel against L1, L2 and DRAM.
+
+    Raises:
+        RooflineError: on non-positive inputs, or when the call beats every roof.
+    """
+    _require_positive(bytes_moved=bytes_moved, seconds=seconds, peak_flops=peak_flops)
+    levels = peaks.memory_levels()
+    start = 0
+    if peaks.warm_caches:
+        start = max(i for i, (_, capacity, _) in enumerate(levels) if capacity >= bytes_moved)
+    fraction = math.inf
+    for name, _, bandwidth in levels[start:]:
+        fraction = roofline_fraction_unchecked(flops, bytes_moved, seconds, peak_flops, bandwidth)
+        if fraction <= 1:
+            return Bound(name, bandwidth, fraction)
+    raise RooflineError(
+        f"measured {seconds:.3e} s is faster than every roof (fraction {fraction:.3f} of the fastest, "
+        f"{levels[-1][0]}); the declared FLOPs/bytes, the peaks or the timer is wrong"
+    )
+
+
+def roofline_fraction_unchecked(flops: float, bytes_moved: float, seconds: float, peak_flops: float,
+                                peak_bandwidth: float) -> float:
+    """``max(flops / peak_flops, bytes / peak_bandwidth) / seconds``, which may exceed 1."""
+    if flops < 0:
+        raise RooflineError(f"flops must be non-negative, got {flops}")
+    return max(flops / peak_flops, bytes_moved / peak_bandwidth) / seconds

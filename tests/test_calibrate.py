@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -21,10 +22,11 @@ from roofwatch.timing import StoppingRule, WarmUp
 from service.core.db import downgrade, migrate, session_scope
 from service.core.models import Commit, Device, Measurement, Repository, Run
 from service.records.ingest import ingest_envelope, parse_envelope, upsert_device
-from service.records.roofline import peaks_for
+from service.records.roofline import bound_of, peaks_for
 from service.records.runs import create_run
-from suites.roofline import datasheet_peaks
+from suites.roofline import RooflineError, datasheet_peaks
 from workers import calibrate as calibration_module
+from workers.cache_sizes import cpu_caches
 from workers.calibrate import (
     Calibration,
     CalibrationError,
@@ -274,7 +276,7 @@ def test_a_measurement_faster_than_the_roofline_is_a_harness_error(db: str) -> N
     assert row.roofline_fraction is None  # never stored as a flattering 1.16
     assert row.achieved_bandwidth == pytest.approx(5e12)
     assert run is not None and "harness error in test_copy[1G]" in run.log_excerpt
-    assert "faster than the roofline" in run.log_excerpt
+    assert "faster than every roof" in run.log_excerpt
 
 
 # --- the command ------------------------------------------------------------------------------
@@ -319,8 +321,57 @@ def test_calibrate_command_on_a_missing_gpu_fails_clearly(roofwatch_env: Path) -
     assert done.exit_code == 2 and "no CUDA device" in done.output
 
 
-def test_a_cpu_is_held_to_no_roofline() -> None:
-    # Cache-resident CPU benchmarks beat any DRAM roof; a fraction there would only ever be a
-    # false harness error.
-    cpu = Device(fingerprint="c", device_class="CPU AMD EPYC 9654", peak_bandwidth=4e9, peak_flops={"fp32": 1e11})
-    assert peaks_for(cpu) is None
+def test_an_uncalibrated_cpu_has_no_roofs_a_calibrated_one_its_cache_roofs() -> None:
+    assert peaks_for(Device(fingerprint="u", device_class="CPU AMD EPYC 9654")) is None  # no datasheet for CPUs
+    cpu = Device(fingerprint="c", device_class="CPU AMD EPYC 9654", peak_bandwidth=4e9, peak_flops={"fp32": 1e11},
+                 cache_roofs={"L2": {"capacity": 1 << 20, "bandwidth": 100e9},
+                              "L3": {"capacity": 32 << 20, "bandwidth": 30e9}})
+    peaks = peaks_for(cpu)
+    assert peaks is not None and peaks.warm_caches
+    assert [name for name, _, _ in peaks.memory_levels()] == ["DRAM", "L3", "L2"]
+    # A 512 KiB working set copied at 50 GB/s beats DRAM's 4 GB/s twelvefold: held to L2, not a harness error.
+    small = bound_of(peaks, 0.0, 512 << 10, (512 << 10) / 50e9, "fp32")
+    assert small.roof == "L2" and small.fraction == pytest.approx(0.5)
+    # 8 MiB fits L3 but not L2: held to L3; 256 MiB fits no cache: DRAM.
+    assert bound_of(peaks, 0.0, 8 << 20, (8 << 20) / 15e9, "fp32").roof == "L3"
+    assert bound_of(peaks, 0.0, 256 << 20, (256 << 20) / 2e9, "fp32").roof == "DRAM"
+    # A working set too large for L3 that still beats DRAM was partly resident: the next roof up.
+    assert bound_of(peaks, 0.0, 256 << 20, (256 << 20) / 20e9, "fp32").roof == "L3"
+    with pytest.raises(RooflineError, match="faster than every roof"):
+        bound_of(peaks, 0.0, 512 << 10, (512 << 10) / 200e9, "fp32")
+
+
+def test_a_gpu_starts_at_dram_and_climbs_to_l2_only_when_beaten() -> None:
+    gpu = Device(fingerprint="g", device_class="NVIDIA H200", peak_bandwidth=H200_BW, peak_flops=H200_PEAKS,
+                 peaks_source="measured", cache_roofs={"L2": {"capacity": 60 << 20, "bandwidth": 10e12}})
+    peaks = peaks_for(gpu)
+    assert peaks is not None and not peaks.warm_caches  # the harness flushes L2 before each sample
+    assert bound_of(peaks, 0.0, 1 << 20, (1 << 20) / 2e12, "bf16").roof == "DRAM"
+    # Graph replays of a tiny kernel can run from L2: faster than DRAM, placed under the L2 roof.
+    assert bound_of(peaks, 0.0, 1 << 20, (1 << 20) / 6e12, "bf16").roof == "L2"
+
+
+def test_sysfs_cache_sizes_are_read_per_level(tmp_path: Path) -> None:
+    for index, (level, kind, size) in enumerate([(1, "Data", "48K"), (1, "Instruction", "32K"),
+                                                 (2, "Unified", "2048K"), (3, "Unified", "480M")]):
+        folder = tmp_path / f"index{index}"
+        folder.mkdir()
+        for name, value in (("level", str(level)), ("type", kind), ("size", size)):
+            (folder / name).write_text(value + "\n")
+    assert cpu_caches(tmp_path) == {"L2": 2 << 20, "L3": 480 << 20}
+    assert cpu_caches(tmp_path / "absent") == {}
+
+
+def test_cpu_calibration_measures_a_roof_per_cache_level(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(calibration_module, "cpu_caches", lambda: {"L2": 1 << 20})
+    steps: list[str] = []
+    measured = calibrate("cpu", replace(SMALL_PLAN, caches=True, max_copy_bytes=8 << 20), progress=steps.append)
+    assert steps == ["DRAM bandwidth", "L2 bandwidth", "fp32 matmul", "bf16 matmul", "tf32 matmul", "fp8 matmul"]
+    assert measured.sizes["copy_bytes"] == 4 << 20  # past twice the largest cache (2 MiB) already
+    assert measured.sizes["copy_L2"] == 256 << 10  # two buffers filling half the cache
+    l2 = measured.caches["L2"]
+    assert l2["capacity"] == 1 << 20 and math.isfinite(l2["bandwidth"]) and l2["bandwidth"] > 0
+    assert Calibration.from_json(measured.to_json()) == measured
+    info = with_peaks(DeviceInfo(device_class="cpu", fingerprint="f"), measured)
+    assert info.cache_roofs == {"L2": l2}
+    assert "L2 bandwidth (1 MiB)" in [row[0] for row in peak_rows(measured, None)]

@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session, col, select
 
 from dashboard.figures import decimate, sparkline_svg
-from dashboard.metrics import human, kind_of, trend_class, trend_pct
+from dashboard.metrics import human, kind_of, noise_pct, trend_pct, trend_view
 from service.core.db import downgrade, make_engine, migrate
 from service.core.models import Benchmark, Change, Commit, Measurement, Repository, Run
 
@@ -109,6 +109,11 @@ def seed_synthetic(url: str) -> None:
                    first_bad_commit_id=commits[REGRESSION_AT].id, change_pct=20.0, ci_low=18.0, ci_high=22.0),
             Change(phase="confirmed", repository_id=repository.id, benchmark_id=ours.id, suite="benchmarks", kind="perf-improvement",
                    first_bad_commit_id=commits[IMPROVEMENT_AT].id, change_pct=-5.0, state="expected"),
+            # Sightings the confirmation rejected or has not decided: never shown on a page.
+            Change(phase="rejected", repository_id=repository.id, benchmark_id=ours.id, suite="benchmarks",
+                   kind="perf-regression", first_bad_commit_id=commits[REGRESSION_AT + 1].id),
+            Change(phase="candidate", repository_id=repository.id, benchmark_id=ours.id, suite="benchmarks",
+                   kind="perf-regression", first_bad_commit_id=commits[REGRESSION_AT + 2].id),
         ])
         session.commit()
     engine.dispose()
@@ -168,10 +173,23 @@ def test_trend_and_units() -> None:
     assert trend_pct([1.0] * 10 + [1.1]) == pytest.approx(10.0)
     assert trend_pct([5.0] * 30 + [1.0] * 10 + [1.0]) == pytest.approx(0.0)  # only the 10 before count
     assert trend_pct([1.0]) is None
-    assert trend_class(-10.0, higher_better=True) == "dir-regression"
-    assert trend_class(10.0, higher_better=False) == "dir-regression"
-    assert trend_class(10.0, higher_better=True) == "dir-improvement"
-    assert trend_class(0.2, higher_better=True) == "muted"
+
+    # Coloured only beyond max(5 %, 4 × noise) with five earlier values, or for a detected change.
+    assert trend_view(-30.0, 2.0, 10, higher_better=True).css == "dir-regression"
+    assert trend_view(30.0, 2.0, 10, higher_better=False).css == "dir-regression"
+    assert trend_view(30.0, 2.0, 10, higher_better=True).css == "dir-improvement"
+    assert trend_view(-17.0, 5.0, 10, higher_better=True).css == "muted"  # a ±17 % move in a ±5 % series
+    assert "±5.0%" in trend_view(-17.0, 5.0, 10, higher_better=True).why
+    assert trend_view(4.0, 0.1, 10, higher_better=False).css == "muted"  # under the 5 % floor
+    assert trend_view(-30.0, 2.0, 3, higher_better=True).css == "muted"  # too little history
+    assert trend_view(-30.0, None, 10, higher_better=True).css == "muted"
+    assert trend_view(-6.0, 5.0, 10, higher_better=True, detected="perf-regression").css == "dir-regression"
+    assert trend_view(-6.0, 5.0, 10, higher_better=False, detected="perf-improvement").css == "dir-improvement"
+    assert trend_view(0.0, 5.0, 10, higher_better=True, detected="perf-regression").css == "muted"  # step left the window's median
+    assert trend_view(6.0, 5.0, 10, higher_better=True, detected="perf-regression").css == "muted"  # moved the other way
+    assert trend_view(None, 5.0, 10, higher_better=True).css == "muted"
+    assert noise_pct([1.0, 1.02, 0.98, 1.0, 1.01, 0.99, 5.0]) == pytest.approx(1.4826, rel=1e-3)  # latest excluded
+    assert noise_pct([1.0, 2.0]) is None
     assert human("bytes", 3.2e12) == "3.2 TB/s" and human("time", 1.5e-5) == "15 µs"
     memory_bound = Benchmark(fingerprint="x", repository_id=1, suite="s", name="n", device_class="d",
                              flops=1e6, bytes=1e6)
@@ -245,21 +263,43 @@ def test_overview_trend_repositories_and_changes(synthetic_app) -> None:  # type
     assert len(changes) == 1 and "perf-regression" in changes[0] and 'href="/changes' in changes[0]
 
 
-def test_overview_trend_is_coloured_by_direction(synthetic_app) -> None:  # type: ignore[no-untyped-def]
-    client = TestClient(synthetic_app)
-    softmax = _benchmark_id(client, "test_softmax[triton-4096]", H200)
+def _slow_down_latest(benchmark_id: int, factor: float) -> None:
     from service.core.db import get_engine
 
-    with Session(get_engine()) as session:  # the latest commit regresses the kernel by another 25 %
+    with Session(get_engine()) as session:
         last = session.exec(select(Measurement).join(Run).where(
-            Measurement.benchmark_id == softmax, Run.trigger == "push").order_by(col(Run.id).desc())).first()
+            Measurement.benchmark_id == benchmark_id, Run.trigger == "push").order_by(col(Run.id).desc())).first()
         assert last is not None
-        last.median *= 1.25
+        last.median *= factor
         session.add(last)
         session.commit()
-    row = next(r for r in table_rows(client.get("/", params={"kernel": "softmax", "device": H200}).text,
-                                     "benchmarks") if "triton" in r)
-    assert 'class="dir-regression">-20.0%' in row
+
+
+def _softmax_row(client: TestClient, impl: str) -> str:
+    return next(r for r in table_rows(client.get("/", params={"kernel": "softmax", "device": H200}).text,
+                                      "benchmarks") if f"[{impl}-" in r)
+
+
+def test_overview_trend_is_grey_within_noise_and_coloured_far_beyond_it(synthetic_app) -> None:  # type: ignore[no-untyped-def]
+    client = TestClient(synthetic_app)
+    torch = _benchmark_id(client, "test_softmax[torch-4096]", H200, impl="torch")  # a series without any change
+    row = _softmax_row(client, "torch")  # the synthetic history's own wobble: grey, with the series' noise beside it
+    assert 'class="muted trend"' in row and 'class="noise">±' in row and "within noise" in row
+    _slow_down_latest(torch, 1.03)  # 3 % slower: under the floor, still grey
+    assert 'class="muted trend"' in _softmax_row(client, "torch")
+    _slow_down_latest(torch, 1.25 / 1.03)  # the latest commit 25 % slower, unconfirmed but far beyond noise
+    row = _softmax_row(client, "torch")
+    assert 'class="dir-regression trend"' in row and ">-20.0%" in row and "not confirmed yet" in row
+    assert 'class="noise"' not in row
+
+
+def test_overview_trend_of_a_confirmed_change_is_coloured_as_that_change(synthetic_app) -> None:  # type: ignore[no-untyped-def]
+    client = TestClient(synthetic_app)
+    triton = _benchmark_id(client, "test_softmax[triton-4096]", H200)  # its confirmed regression is in the window
+    assert 'class="muted trend"' in _softmax_row(client, "triton")  # the latest is level with the window's median
+    _slow_down_latest(triton, 1.03)  # small, but in the direction of the confirmed change
+    row = _softmax_row(client, "triton")
+    assert 'class="dir-regression trend"' in row and "a confirmed perf-regression" in row
 
 
 def test_recent_points_match_the_full_series(synthetic_app) -> None:  # type: ignore[no-untyped-def]
@@ -313,7 +353,7 @@ def test_benchmark_page_devices_changes_and_baselines(synthetic_app) -> None:  #
     assert lines == {REGRESSION_AT: "dash", IMPROVEMENT_AT: "dot"}  # triaged drawn differently
     labels = [a["text"] for a in figure["layout"]["annotations"]]
     assert any("perf-improvement" in text and "expected" in text for text in labels)
-    assert len(table_rows(page.text, "series-changes")) == 2
+    assert len(table_rows(page.text, "series-changes")) == 2  # confirmed ones only: no candidate, no rejected
 
     toggle = re.search(r'<a href="(/benchmarks/\d+\?impl=torch)">\+ torch</a>', page.text)
     assert toggle, "a link adds the torch baseline"

@@ -15,6 +15,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from sqlmodel import Session
 from test_dashboard_browser import ARTIFACTS, page  # noqa: F401  (fixture: headless Chromium)
 
 from dashboard.distribution_chart import distribution_figure, time_scale
-from dashboard.roofline_chart import KernelPoint, fraction, moved, ridge_points, roof_traces, roofline_figure
+from dashboard.roofline_chart import KernelPoint, fraction, hover, moved, ridge_points, roof_traces, roofline_figure
 from service.core.db import make_engine, migrate
 from service.core.models import (
     Benchmark,
@@ -41,7 +42,7 @@ from service.core.models import (
     Repository,
     Run,
 )
-from suites.roofline import Peaks
+from suites.roofline import CacheRoof, Peaks
 
 H200 = "NVIDIA H200"
 A100 = "NVIDIA A100-SXM4-80GB"  # in the datasheet table
@@ -74,9 +75,10 @@ def _benchmark(session: Session, repo: Repository, name: str, device_class: str,
                                    bytes=nbytes))
 
 
-def _run(session: Session, repo: Repository, sha: str, device: Device, trigger: str = "push") -> Run:
+def _run(session: Session, repo: Repository, sha: str, device: Device, trigger: str = "push",
+         position: int | None = None) -> Run:
     commit = _add(session, Commit(repository_id=repo.id, sha=sha, message=f"commit {sha[:6]}\n\nbody",
-                                  committed_at=datetime(2026, 1, 1, tzinfo=UTC)))
+                                  committed_at=datetime(2026, 1, 1, tzinfo=UTC), position=position))
     return _add(session, Run(repository_id=repo.id, commit_id=commit.id, trigger=trigger, device_id=device.id,
                              state="succeeded", idempotency_key=f"{sha}:{trigger}"))
 
@@ -100,7 +102,7 @@ def _history(session: Session) -> dict[str, Any]:
     matmul = _benchmark(session, repo, "matmul", H200, "bf16", "4096x4096x4096", 2 * 4096**3, 3 * 2 * 4096**2)
     stale = _benchmark(session, repo, "layernorm", H200, "fp32", "8192x1024", 8 * 8192 * 1024, 8 * 8192 * 1024)
     copy = _benchmark(session, repo, "copy", H200, "fp32", "1M", 0.0, 8e6)  # no FLOPs: not on a roofline
-    runs = [_run(session, repo, sha, devices[H200]) for sha in SHAS]
+    runs = [_run(session, repo, sha, devices[H200], position=i) for i, sha in enumerate(SHAS)]
     for i, run in enumerate(runs):
         _measure(session, run, softmax, SOFTMAX_S[i])
         _measure(session, run, matmul, MATMUL_S[i])
@@ -235,6 +237,22 @@ def test_roofline_default_comparison_goes_back_runs_and_draws_arrows(client: Tes
     assert shift["x"].count(None) == 2 and shift["marker"]["symbol"] == "arrow"
 
 
+def _move_cells(text: str) -> dict[str, str]:
+    """Benchmark name → the CSS class of its Δ-time cell in the roofline page's moves table."""
+    table = text.split('id="moves"', 1)[1].split("</table>", 1)[0]
+    return {m.group(1): m.group(2) for m in re.finditer(
+        r"<code>(\w+)</code>.*?<td class=\"([\w-]+)\"\s+title=", table, flags=re.S)}
+
+
+def test_roofline_moves_are_coloured_only_for_confirmed_changes_between_the_runs(client: TestClient) -> None:
+    # Push 2 → 4: softmax's confirmed regression (push 3) and matmul's improvement (push 4) lie between.
+    assert _move_cells(client.get("/roofline", params={"back": 2}).text) == {
+        "softmax": "dir-regression", "matmul": "dir-improvement"}
+    # Push 3 → 4: softmax moved again, but its change is not in between, so the move is grey.
+    assert _move_cells(client.get("/roofline", params={"back": 1}).text) == {
+        "softmax": "muted", "matmul": "dir-improvement"}
+
+
 def test_roofline_against_a_sha_prefix_or_a_run_id(client: TestClient, ids: dict[str, Any]) -> None:
     by_sha = client.get("/roofline", params={"against": ids["shas"][3][:7]})
     assert by_sha.status_code == 200 and f"run #{ids['runs'][3]}</a>):" in by_sha.text
@@ -366,6 +384,17 @@ def test_compare_charts_rounds_of_moved_and_inconclusive_benchmarks(client: Test
     assert _traces(matmul, "base")[0]["y"][0] == pytest.approx(2.0) and "ms" in matmul["layout"]["yaxis"]["title"]["text"]
 
 
+def test_compare_shows_the_pull_request_comment_rendered_from_its_markdown(client: TestClient,
+                                                                           ids: dict[str, Any]) -> None:
+    text = client.get(f"/compare/{ids['comparison']}").text
+    comment = text.split('id="pr-comment">', 1)[1].split('<pre id="pr-comment-markdown"', 1)[0]
+    # The Markdown became HTML: the verdict heading, the folded full table, benchmark names in code.
+    assert "<h3>roofwatch:" in comment and "<details>" in comment and "<table>" in comment
+    assert "<code>" in comment and "**" not in comment
+    markdown = text.split('<pre id="pr-comment-markdown" hidden>', 1)[1].split("</pre>", 1)[0]
+    assert "&lt;!-- roofwatch:pull-request-report --&gt;" in markdown  # the raw body, escaped in the page
+
+
 def test_compare_unknown_ids_and_bad_params(client: TestClient, ids: dict[str, Any]) -> None:
     assert client.get("/compare/999999").status_code == 404
     assert client.get(f"/compare/{2**70}").status_code == 422
@@ -404,6 +433,20 @@ def test_fraction_is_held_to_the_roof_of_its_dtype() -> None:
     assert fraction(compute_bound, PEAKS) == pytest.approx(0.1 / 20)
     stored = KernelPoint(3, "k", "", "fp16", "", 1.0, 1.0, 1.0, 1, "c", stored_fraction=0.42)
     assert fraction(stored, None) == 0.42
+
+
+def test_hierarchical_roofline_draws_cache_roofs_and_names_the_roof_of_each_point() -> None:
+    peaks = replace(PEAKS, caches=(CacheRoof("L2", 50 << 20, 8e12),))
+    in_dram = _point(1, 1e9, 1e9, 1e-3)  # 1 TB/s: under DRAM's 2 TB/s
+    from_l2 = _point(2, 1e6, 1 << 20, (1 << 20) / 4e12)  # 4 TB/s: beats DRAM, so L2 served it
+    figure = roofline_figure([in_dram, from_l2], [], peaks)
+    [cache_roof] = [t for t in figure["data"] if t.get("meta") == "cache-roof"]
+    assert cache_roof["name"] == "L2 bandwidth (measured)" and cache_roof["y"][0] == pytest.approx(cache_roof["x"][0] * 8e12)
+    hovers = [h for t in figure["data"] if t.get("meta") == "latest" for h in t["hovertext"]]
+    assert any("50.0% of roofline, bounded by the DRAM roof" in h for h in hovers)
+    assert any("50.0% of roofline, bounded by the L2 roof" in h for h in hovers)
+    too_fast = _point(3, 1e6, 1 << 20, (1 << 20) / 20e12)
+    assert "faster than every roof" in hover(too_fast, peaks, "latest") and fraction(too_fast, peaks) > 1
 
 
 def test_roofline_figure_arrows_only_for_benchmarks_measured_again() -> None:

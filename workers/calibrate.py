@@ -33,6 +33,7 @@ from typing import Any
 
 from roofwatch.timing import GpuTimer, GraphPolicy, HostTimer, StoppingRule, Timer, WarmUp
 from suites.roofline import Peaks
+from workers.cache_sizes import cpu_caches, gpu_caches
 from workers.envelope import DeviceInfo
 from workers.errors import CalibrationError
 
@@ -40,6 +41,13 @@ log = logging.getLogger(__name__)
 
 MATMUL_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
 CALIBRATION_TIMEOUT_S = 900.0
+# A cache level's roof is a copy whose two buffers fill half of it (so the pair stays resident),
+# each buffer at most this large: enough calls per sample on a 480 MiB L3, seconds in all.
+MAX_CACHE_COPY_BYTES = 64 << 20
+# The DRAM copy must not fit the largest cache (CPUs now carry L3s of hundreds of MiB), nor eat the host.
+MAX_DRAM_COPY_BYTES = 1 << 30
+
+Progress = Callable[[str], None]  # called with the name of each measurement before it starts
 
 
 @dataclass(frozen=True)
@@ -50,6 +58,9 @@ class CalibrationPlan:
     matmul_n: dict[str, int]
     rule: StoppingRule
     warmup: WarmUp
+    # Measure a roof per cache level, and grow the DRAM copy past twice the largest cache.
+    caches: bool = False
+    max_copy_bytes: int = MAX_DRAM_COPY_BYTES
 
 
 GPU_PLAN = CalibrationPlan(
@@ -58,6 +69,7 @@ GPU_PLAN = CalibrationPlan(
     matmul_n={dtype: 8192 for dtype in MATMUL_DTYPES},
     rule=StoppingRule(min_samples=10, max_samples=200, max_time_s=2.0),
     warmup=WarmUp(time_s=0.25, max_calls=200),
+    caches=True,
 )
 # Sized for a quick start of a CPU worker (a few seconds): fp16 matmul has no fast CPU path
 # in most builds, hence its small size.
@@ -66,6 +78,7 @@ CPU_PLAN = CalibrationPlan(
     matmul_n={"fp32": 512, "bf16": 256, "fp16": 128},
     rule=StoppingRule(min_samples=5, max_samples=200, max_time_s=0.5),
     warmup=WarmUp(time_s=0.02, max_calls=5),
+    caches=True,
 )
 
 
@@ -76,6 +89,7 @@ class Calibration:
     ``sizes`` records what was measured (``copy_bytes``, ``matmul_<dtype>`` = n); ``details``
     per measurement the best and median seconds per call, the sample count and whether the
     median converged; ``skipped`` names the dtypes this device could not run, and why.
+    ``caches`` holds the cache-level roofs: ``{"L2": {"capacity": bytes, "bandwidth": bytes/s}}``.
     """
 
     device: str
@@ -86,6 +100,7 @@ class Calibration:
     details: dict[str, dict[str, Any]] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
+    caches: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -111,8 +126,11 @@ class _Unsupported(Exception):
     pass
 
 
-def calibrate(device: Any = None, plan: CalibrationPlan | None = None) -> Calibration:
-    """Measure ``device`` (a torch device; default: the first GPU, else the CPU)."""
+def calibrate(device: Any = None, plan: CalibrationPlan | None = None, progress: Progress | None = None) -> Calibration:
+    """Measure ``device`` (a torch device; default: the first GPU, else the CPU).
+
+    ``progress`` hears the name of each measurement as it starts (for a progress bar).
+    """
     import torch
 
     dev = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -130,7 +148,7 @@ def calibrate(device: Any = None, plan: CalibrationPlan | None = None) -> Calibr
             if on_gpu else HostTimer(rule=plan.rule, warmup=plan.warmup)
         )
         try:
-            return _measure(torch, dev, plan, timer, started)
+            return _measure(torch, dev, plan, timer, started, progress or (lambda _: None))
         finally:
             timer.close()
 
@@ -147,17 +165,46 @@ def _on(dev: Any) -> Iterator[None]:
         yield
 
 
-def _measure(torch: Any, dev: Any, plan: CalibrationPlan, timer: Timer, started: float) -> Calibration:
+def measured_steps(dev: Any, plan: CalibrationPlan) -> list[str]:
+    """The names ``progress`` will hear, in order: for a progress bar's total."""
+    import torch
+
+    levels = _levels(torch, dev, plan)
+    return ["DRAM bandwidth", *(f"{name} bandwidth" for name in sorted(levels)), *(f"{d} matmul" for d in plan.matmul_n)]
+
+
+def _levels(torch: Any, dev: Any, plan: CalibrationPlan) -> dict[str, int]:
+    if not plan.caches:
+        return {}
+    return gpu_caches(torch, dev) if dev.type == "cuda" else cpu_caches()
+
+
+def _measure(torch: Any, dev: Any, plan: CalibrationPlan, timer: Timer, started: float,
+             progress: Progress) -> Calibration:
     gen = torch.Generator(device=dev).manual_seed(0)
     details: dict[str, dict[str, Any]] = {}
     skipped: dict[str, str] = {}
-    sizes: dict[str, int] = {"copy_bytes": plan.copy_bytes}
+    levels = _levels(torch, dev, plan)
+    copy_bytes = plan.copy_bytes
+    if levels:  # past twice the largest cache, so the copy streams from memory
+        copy_bytes = min(max(copy_bytes, 2 * max(levels.values())), plan.max_copy_bytes) // 4 * 4
+    sizes: dict[str, int] = {"copy_bytes": copy_bytes}
 
-    details["copy"] = _timed(timer, _copy(torch, plan.copy_bytes, dev, gen))
-    bandwidth = 2 * plan.copy_bytes / details["copy"]["best_s"]
+    progress("DRAM bandwidth")
+    details["copy"] = _timed(timer, _copy(torch, copy_bytes, dev, gen))
+    bandwidth = 2 * copy_bytes / details["copy"]["best_s"]
+
+    caches: dict[str, dict[str, float]] = {}
+    for name, capacity in sorted(levels.items()):
+        progress(f"{name} bandwidth")
+        nbytes = max(4096, min(capacity // 4, MAX_CACHE_COPY_BYTES, plan.max_copy_bytes)) // 4 * 4
+        sizes[f"copy_{name}"] = nbytes
+        details[f"copy_{name}"] = _timed(timer, _copy(torch, nbytes, dev, gen))
+        caches[name] = {"capacity": capacity, "bandwidth": 2 * nbytes / details[f"copy_{name}"]["best_s"]}
 
     flops: dict[str, float] = {}
     for dtype, n in plan.matmul_n.items():
+        progress(f"{dtype} matmul")
         try:
             call = _matmul(torch, dtype, n, dev, gen)
         except _Unsupported as exc:
@@ -173,7 +220,7 @@ def _measure(torch: Any, dev: Any, plan: CalibrationPlan, timer: Timer, started:
         torch.cuda.empty_cache()
         name = torch.cuda.get_device_name(dev)
     return Calibration(device=name, bandwidth=bandwidth, flops=flops, sizes=sizes, timer=timer.name,
-                       details=details, skipped=skipped, seconds=time.perf_counter() - started)
+                       details=details, skipped=skipped, seconds=time.perf_counter() - started, caches=caches)
 
 
 def _timed(timer: Timer, call: Callable[[], object]) -> dict[str, Any]:
@@ -248,10 +295,19 @@ def peak_rows(calibration: Calibration, datasheet: Peaks | None) -> list[tuple[s
     Dashes where the datasheet has no figure (any CPU; a GPU not in ``DATASHEET_PEAKS``).
     """
     rows = [_row("DRAM bandwidth", calibration.bandwidth, datasheet.bandwidth if datasheet else None, "B/s")]
+    for name, roof in sorted(calibration.caches.items()):
+        rows.append(_row(f"{name} bandwidth ({_capacity(roof['capacity'])})", roof["bandwidth"], None, "B/s"))
     for dtype, measured in calibration.flops.items():
         listed = datasheet.flops.get(dtype) if datasheet else None
         rows.append(_row(f"{dtype} matmul", measured, listed, "FLOP/s"))
     return rows
+
+
+def _capacity(nbytes: float) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.3g} {unit}"
+    return f"{nbytes:.0f} B"
 
 
 def _row(label: str, measured: float, listed: float | None, unit: str) -> tuple[str, str, str, str]:
@@ -285,7 +341,8 @@ def store_cached(data_dir: Path, fingerprint: str, calibration: Calibration) -> 
 
 
 def with_peaks(info: DeviceInfo, calibration: Calibration) -> DeviceInfo:
-    return info.model_copy(update={"peak_bandwidth": calibration.bandwidth, "peak_flops": dict(calibration.flops)})
+    return info.model_copy(update={"peak_bandwidth": calibration.bandwidth, "peak_flops": dict(calibration.flops),
+                                   "cache_roofs": {k: dict(v) for k, v in calibration.caches.items()}})
 
 
 def calibrate_in_subprocess(gpu: int | None = None, timeout_s: float = CALIBRATION_TIMEOUT_S) -> Calibration:

@@ -33,6 +33,8 @@ class DeviceInfo(BaseModel):
     # ENVELOPE_VERSION did not change. Empty means "not measured", never "zero".
     peak_bandwidth: float | None = None
     peak_flops: dict[str, float] = Field(default_factory=dict)
+    # Cache-level roofs from the same calibration: {"L2": {"capacity": bytes, "bandwidth": bytes/s}}.
+    cache_roofs: dict[str, dict[str, float]] = Field(default_factory=dict)
 
 
 class OutcomeRecord(BaseModel):

@@ -15,7 +15,9 @@ from fastapi.responses import HTMLResponse
 from dashboard.common import TEMPLATES, script_json
 from dashboard.distribution_chart import distribution_figure
 from dashboard.figures import PLOT_CONFIG
+from dashboard.pr_comment import CommentRenderer, comment_html
 from service.api.deps import SessionDep
+from service.core.links import compare_url
 from service.core.models import Commit, Comparison, Repository, Run
 from service.records.comparisons import comparison_report, results_of
 
@@ -45,6 +47,18 @@ def _charted(rows: list[dict[str, Any]], requested: list[int]) -> list[int]:
     return chosen
 
 
+def _pr_comment(request: Request, comparison: Comparison, repository: Repository, run: Run | None,
+                report: dict[str, Any]) -> str:
+    """The Markdown of the PR comment this comparison renders; empty when the app gave no renderer."""
+    render: CommentRenderer | None = getattr(request.app.state, "render_pr_comment", None)
+    if render is None:
+        return ""
+    base_ref = (comparison.details.get("pull_request", {}).get("base_ref") or comparison.details.get("base_ref")
+                or repository.default_branch)
+    return render(report, repository.full_name, (run.pr_number if run else None) or 0, base_ref,
+                  compare_url(comparison.id))  # type: ignore[arg-type]
+
+
 def register(app: FastAPI) -> None:
     @app.get("/compare/{comparison_id}", response_class=HTMLResponse, include_in_schema=False)
     def compare_page(
@@ -65,12 +79,16 @@ def register(app: FastAPI) -> None:
             "figure": script_json(distribution_figure(by_id[b]["base_values"], by_id[b]["head_values"],
                                                       by_id[b]["unit"], by_id[b]["higher_is_better"])),
         } for b in _charted(rows, show or [])]
+        repository = session.get(Repository, comparison.repository_id)
+        run = session.get(Run, comparison.run_id) if comparison.run_id else None
+        assert repository is not None
+        comment = _pr_comment(request, comparison, repository, run, report)
         return TEMPLATES.TemplateResponse(request, "compare.html", {
             "comparison": comparison, "report": report, "rows": rows, "charts": charts,
             "charted": {c["row"]["benchmark_id"] for c in charts}, "max_charts": MAX_DEFAULT_CHARTS,
             "config": json.dumps(PLOT_CONFIG),
-            "repository": session.get(Repository, comparison.repository_id),
-            "run": session.get(Run, comparison.run_id) if comparison.run_id else None,
+            "repository": repository, "run": run,
+            "comment_html": comment_html(comment) if comment else "", "comment_markdown": comment,
             "base": session.get(Commit, comparison.base_commit_id),
             "head": session.get(Commit, comparison.head_commit_id),
         })

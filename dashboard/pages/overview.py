@@ -27,19 +27,26 @@ OPEN_CHANGES_SHOWN = 50
 RECENT_RUNS = 20
 
 
-def benchmark_row(benchmark: Benchmark, points: list[dict[str, Any]]) -> dict[str, Any]:
-    """One table row: the sparkline, latest value and trend, all in the benchmark's own metric."""
+def benchmark_row(benchmark: Benchmark, points: list[dict[str, Any]], detected: str | None = None) -> dict[str, Any]:
+    """One table row: the sparkline, latest value and trend, all in the benchmark's own metric.
+
+    ``detected`` is the kind of a confirmed change inside the trend's window, if there is one.
+    """
     kind = metrics.kind_of(benchmark)
     series = metrics.values(kind, metrics.work_of(benchmark, kind), points)
     latest = points[-1] if points else None
     delta = metrics.trend_pct(series)
+    noise = metrics.noise_pct(series)
+    history = min(len([v for v in series if v is not None]) - 1, metrics.TREND_WINDOW)
+    view = metrics.trend_view(delta, noise, history, metrics.higher_is_better(kind, benchmark), detected)
     return {
         "benchmark": benchmark, "points": len(points), "sparkline": sparkline_svg(series),
         "latest": metrics.human(kind, series[-1] if series else None, benchmark.unit),
         "latest_run": latest["run_id"] if latest else None,
         "roofline": None if latest is None or latest["roofline_fraction"] is None
         else 100 * latest["roofline_fraction"],
-        "trend": delta, "trend_class": metrics.trend_class(delta, metrics.higher_is_better(kind, benchmark)),
+        "trend": delta, "trend_class": view.css, "trend_why": view.why,
+        "noise": noise if view.css == "muted" else None,
     }
 
 
@@ -57,6 +64,8 @@ def register(app: FastAPI) -> None:
                  per_page: Annotated[int, Query(ge=1, le=500)] = PER_PAGE) -> HTMLResponse:
         benchmarks, total = dq.benchmark_page(session, filters, page, per_page)
         points = dq.recent_points(session, [b.id for b in benchmarks if b.id is not None], SPARK_POINTS)
+        detected = dq.detected_in_windows(
+            session, {i: p[-metrics.TREND_WINDOW - 1:] for i, p in points.items()})
         changes, open_total = dq.open_changes(session, filters, OPEN_CHANGES_SHOWN)
         repo_id = dq.repository_id(session, filters.repo) if filters.repo else None
         pages = max(1, -(-total // per_page))
@@ -64,7 +73,7 @@ def register(app: FastAPI) -> None:
             "filters": filters, "choices": choices(session),
             "repositories": dq.repository_heads(session, filters),
             "changes": changes, "open_total": open_total, "changes_links": changes_links(filters),
-            "rows": [benchmark_row(b, points.get(b.id, [])) for b in benchmarks if b.id is not None],
+            "rows": [benchmark_row(b, points.get(b.id, []), detected.get(b.id)) for b in benchmarks if b.id is not None],
             "total": total, "page": page, "pages": pages, "per_page": per_page,
             # Page links carry per_page only when it is not the default, to keep URLs short.
             "paging": {} if per_page == PER_PAGE else {"per_page": str(per_page)},

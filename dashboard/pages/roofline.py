@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse
 
+from dashboard import queries as dq
 from dashboard.common import TEMPLATES, script_json
 from dashboard.figures import PLOT_CONFIG
 from dashboard.filters import FiltersDep, choices
@@ -44,12 +45,18 @@ class Move:
     change_pct: float
     fraction_before: float | None
     fraction_after: float | None
+    confirmed: str | None = None  # the kind of a confirmed change in between: only then is the move coloured
 
 
-def _moves(pairs: list[tuple[KernelPoint, KernelPoint]], peaks: Peaks | None) -> list[Move]:
-    """The benchmarks whose time moved most between the two runs, largest move first."""
+def _moves(pairs: list[tuple[KernelPoint, KernelPoint]], peaks: Peaks | None,
+           confirmed: dict[int, str]) -> list[Move]:
+    """The benchmarks whose time moved most between the two runs, largest move first.
+
+    Two runs' medians differ by noise alone; a move is shown red or green only when a confirmed
+    change of that benchmark lies between them, grey otherwise.
+    """
     rows = [Move(before, after, 100 * (after.median / before.median - 1), fraction(before, peaks),
-                 fraction(after, peaks)) for before, after in pairs]
+                 fraction(after, peaks), confirmed.get(after.benchmark_id)) for before, after in pairs]
     return sorted(rows, key=lambda m: -abs(m.change_pct))[:MOVES_SHOWN]
 
 
@@ -84,10 +91,12 @@ def register(app: FastAPI) -> None:
         latest = latest_points(session, filters, device_class)
         earlier = latest_points(session, filters, device_class, upto=earlier_run.id) if earlier_run else []
         pairs = moved(latest, earlier)
+        confirmed = dq.confirmed_between(session, dq.repository_id(session, filters.repo) if filters.repo else None,
+                                      {a.benchmark_id: (b.sha, a.sha) for b, a in pairs})
         context.update({
             "roofs": device_roofs, "latest_run": latest_run, "earlier_run": earlier_run,
             "ridges": ridge_points(device_roofs.peaks) if device_roofs.peaks else [],
-            "points": len(latest), "moved": len(pairs), "moves": _moves(pairs, device_roofs.peaks),
+            "points": len(latest), "moved": len(pairs), "moves": _moves(pairs, device_roofs.peaks, confirmed),
             "unplottable": unplottable(session, filters, device_class),
             "figure": script_json(roofline_figure(latest, earlier, device_roofs.peaks)),
         })

@@ -18,6 +18,7 @@ from service.api.uploads import router as upload_router
 from service.api.webhooks import router as webhook_router
 from service.core.config import get_settings
 from service.github import reporter
+from service.github.comment import comment_for
 
 REPORT_SWEEP_S = 60.0
 REPORT_SHUTDOWN_WAIT_S = 10.0
@@ -64,5 +65,5 @@ def create_app() -> FastAPI:
         session.exec(text("SELECT 1"))  # type: ignore[call-overload]
         return {"status": "ok"}
 
-    mount_dashboard(app)
+    mount_dashboard(app, render_comment=comment_for)
     return app

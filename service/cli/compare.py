@@ -63,6 +63,9 @@ def execute(request: CompareRequest, console: Console) -> tuple[int, dict[str, A
             repo_row, base.sha, head.sha, device.fingerprint, "manual"))
         key = comparison_key(repo_row, base.sha, head.sha, device.fingerprint, "manual", attempt)
         comparison = create_comparison(session, repo_row, base, head, key, purpose="manual")
+        # The revision asked for as the base, so the dashboard's rendering of the PR comment names it.
+        comparison.details = {**comparison.details, "base_ref": request.base}
+        session.add(comparison)
         job = ab_job_for(comparison, repo_row, base, head, str(settings.data_dir), settings.suite_timeout,
                          settings.output_limit, request.max_rounds or settings.ab_max_rounds,
                          request.min_rounds or settings.ab_min_rounds)

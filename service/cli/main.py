@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from service.cli import suites as suites_command
 from service.cli import upload as upload_command
+from service.cli.consoles import make_console
 from service.cli.database import prepare_database
 from service.core.config import get_settings
 
@@ -21,10 +22,12 @@ app = typer.Typer(help="Performance-regression CI for GPU kernels.", no_args_is_
                   pretty_exceptions_enable=False)
 repo_app = typer.Typer(help="Register repositories.", no_args_is_help=True)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+demo_app = typer.Typer(help="The demo kernel repository with planted changes.", no_args_is_help=True)
 app.add_typer(repo_app, name="repo")
 app.add_typer(db_app, name="db")
-console = Console()
-err = Console(stderr=True)
+app.add_typer(demo_app, name="demo")
+console = make_console()
+err = make_console(stderr=True)
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -74,6 +77,18 @@ def repo_add(
 repo_app.command("set-suites")(suites_command.set_suites_command)
 
 
+@demo_app.command("init")
+def demo_init(
+    directory: Annotated[str, typer.Argument(help="where to write it (absent or empty)")],
+) -> None:
+    """Write a small kernel repository whose history holds a slowdown, a bug fixed later, a speedup and a PR."""
+    from pathlib import Path
+
+    from service.demo.command import init_demo
+
+    raise typer.Exit(init_demo(Path(directory), console))
+
+
 @app.command()
 def run(
     repo: Annotated[str, typer.Option("--repo", help="registered OWNER/NAME, local path or clone URL")],
@@ -87,14 +102,25 @@ def run(
         "--suites", help="one-off: suites from this TOML file (same tables as pyproject.toml), not stored")] = None,
     suites_from: Annotated[str | None, typer.Option(
         "--suites-from", help="backfill: every suite with suite_paths runs with those paths taken from REF")] = None,
+    format_: Annotated[str, typer.Option("--format", help="table | json (progress then goes to stderr)")] = "table",
+    calibrate_first: Annotated[bool, typer.Option(
+        "--calibrate/--no-calibrate", envvar="ROOFWATCH_CALIBRATE",
+        help="measure the device's roofs first if this host never has (env ROOFWATCH_CALIBRATE=0 to skip)")] = True,
 ) -> None:
     """Check out and run the suites on each commit, store, analyse, print a summary."""
-    from service.cli.run import RunRequest, execute
+    from service.cli.run import RunRequest, execute, write_json
 
+    if format_ not in ("table", "json"):
+        _fail(f"--format must be table or json, not {format_!r}")
     prepare_database()
+    if calibrate_first and get_settings().embedded:
+        from service.cli.calibration import calibrate_first_time
+        from workers.device import probe
+
+        calibrate_first_time(probe(), err if format_ == "json" else console)
     request = RunRequest(repo=repo, revs=rev or [], range_spec=range_, last=last, force=force,
                          wait=wait, device_class=device_class, suites_file=suites, suites_from=suites_from)
-    code = execute(request, console)
+    code = execute(request, err, report=write_json) if format_ == "json" else execute(request, console)
     raise typer.Exit(code)
 
 
@@ -152,41 +178,24 @@ def calibrate(
     gpu: Annotated[int | None, typer.Option("--gpu", help="CUDA device index (default: GPU 0, else the CPU)")] = None,
     store: Annotated[bool, typer.Option("--store/--no-store", help="store the peaks on this device's record")] = True,
 ) -> None:
-    """Measure this device's peak bandwidth and FLOP/s: the roofs its benchmarks are held to.
+    """Measure this device's roofs: DRAM and cache bandwidths, matmul FLOP/s per dtype.
 
     Stored on the device's record (embedded: in-process; with a broker: through the ingest
     queue) and cached for `roofwatch worker` on this host.
     """
-    from suites.roofline import datasheet_peaks
-    from workers.calibrate import CalibrationError, peak_rows, store_cached, with_peaks
-    from workers.calibrate import calibrate as measure
+    from service.cli.calibration import measure, show
+    from service.cli.calibration import store as store_peaks
+    from workers.calibrate import CalibrationError
     from workers.device import probe
 
     info = probe(gpu or 0)
-    console.print(f"calibrating [bold]{info.device_class}[/] (copy bandwidth, matmul per dtype) ...")
     try:
-        calibration = measure(f"cuda:{gpu}" if gpu is not None else None)
+        calibration = measure(info, gpu, console)
     except CalibrationError as exc:
         _fail(str(exc))
-    table = Table("peak", "measured", "datasheet", "measured / datasheet",
-                  title=f"{info.device_class}, {calibration.timer} timer, {calibration.seconds:.1f} s")
-    for row in peak_rows(calibration, datasheet_peaks(info.device_class)):
-        table.add_row(*row)
-    console.print(table)
-    for dtype, why in calibration.skipped.items():
-        console.print(f"{dtype} not measured: {why}")
-    if not store:
-        return
-    from service.tasks import register_device
-
-    settings = get_settings()
-    store_cached(settings.data_dir, info.fingerprint, calibration)
-    prepare_database()
-    sent = register_device.delay(with_peaks(info, calibration).model_dump(mode="json"))
-    if settings.embedded:
-        console.print(f"stored as measured peaks of device {sent.get()}")
-    else:
-        console.print("sent to the ingest queue (roofwatch.register_device)")
+    show(console, info, calibration)
+    if store:
+        store_peaks(console, info, calibration)
 
 
 @app.command()
@@ -215,7 +224,7 @@ def regressions(
         pct = "" if row["change_pct"] is None else f"{row['change_pct']:+.1f}"
         interval = "" if row["ci_low"] is None else f"[{row['ci_low']:+.1f}, {row['ci_high']:+.1f}]"
         p = "" if row["p_value"] is None else f"{row['p_value']:.2g}"
-        table.add_row(row["benchmark"], row["suite"], row["kind"], commit, pct, interval, p, row["state"])
+        table.add_row(escape(row["benchmark"]), row["suite"], row["kind"], commit, pct, interval, p, row["state"])
     console.print(table if rows else "no changes detected")
 
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -70,8 +74,12 @@ def one_off_suites(request: RunRequest, source_repo: Path) -> dict[str, Any]:
     return fields
 
 
-def execute(request: RunRequest, console: Console) -> int:
-    """Run the request; the process exit code (0 ok, 1 failures or errors, 2 bad input)."""
+def execute(request: RunRequest, console: Console, report: Report | None = None) -> int:
+    """Run the request; the process exit code (0 ok, 1 failures or errors, 2 bad input).
+
+    Progress goes to ``console``; the per-commit rows to ``report`` (default: a table on ``console``).
+    """
+    report = report or partial(_summary, console)
     settings = get_settings()
     try:
         with session_scope() as session:
@@ -106,7 +114,7 @@ def execute(request: RunRequest, console: Console) -> int:
     for sha in skipped:
         console.print(f"[dim]{sha[:12]} already measured on {device.device_class} (use --force to re-run)[/]")
     if not planned:
-        _summary(console, [r for r in _runs_for(infos, repository.id, device.fingerprint)])  # type: ignore[arg-type]
+        report(_runs_for(infos, repository.id, device.fingerprint))  # type: ignore[arg-type]
         return 0
 
     mode = "in-process" if settings.embedded else f"queue {queue}"
@@ -147,7 +155,7 @@ def execute(request: RunRequest, console: Console) -> int:
         console.print(f"enqueued {len(planned)} run(s): " + ", ".join(str(r) for r, _ in planned))
         return 0
     runs = _runs_for(infos, repository.id, device.fingerprint)  # type: ignore[arg-type]
-    _summary(console, runs)
+    report(runs)
     return 0 if all(r["state"] in ("succeeded", "skipped") for r in runs) else 1
 
 
@@ -172,9 +180,18 @@ def _runs_for(infos: list[checkout.CommitInfo], repository_id: int, fingerprint:
                 "state": run.state, "passed": sum(o == "passed" for o in outcomes),
                 "failed": sum(o in ("failed", "error") for o in outcomes),
                 "benchmarks": len(measurements),
-                "changes": ", ".join(sorted({c.kind for c in changes})), "reason": run.error,
+                "changes": sorted({c.kind for c in changes}), "reason": run.error,
             })
     return rows
+
+
+Report = Callable[[list[dict[str, object]]], None]
+
+
+def write_json(rows: list[dict[str, object]]) -> None:
+    """``--format json``: one object per commit, oldest first (run, sha, title, state, passed,
+    failed, benchmarks, changes (kinds detected by that run), reason)."""
+    sys.stdout.write(json.dumps(rows, indent=2) + "\n")
 
 
 STATE_STYLE = {"succeeded": "green", "failed": "red", "errored": "red", "skipped": "yellow"}
@@ -182,12 +199,13 @@ STATE_STYLE = {"succeeded": "green", "failed": "red", "errored": "red", "skipped
 
 def _summary(console: Console, rows: list[dict[str, object]]) -> None:
     table = Table("run", "commit", "state", "tests ok", "failed", "benchmarks", "changes")
-    table.add_column("title", max_width=40, no_wrap=True, overflow="ellipsis")
+    # On a terminal long titles are cut to keep one line per commit; in a log or a pipe they print whole.
+    table.add_column("title", max_width=40 if console.is_terminal else None, no_wrap=True, overflow="ellipsis")
     for row in rows:
         style = STATE_STYLE.get(str(row["state"]), "")
         table.add_row(str(row["run"]), str(row["sha"])[:12], f"[{style}]{row['state']}[/]",
                       str(row["passed"]), str(row["failed"]), str(row["benchmarks"]),
-                      str(row["changes"]), str(row["title"]))
+                      ", ".join(row["changes"]), str(row["title"]))  # type: ignore[arg-type]
     console.print(table)
     for row in rows:
         if row["reason"] and row["state"] != "succeeded":

@@ -40,7 +40,7 @@ __all__ = [
     "CalibrationError", "CheckoutError", "CsvHistoryError", "GitHubError", "IngestError", "PullRequestError",
     "RemoteUnreachable", "ResultFileError", "RetryableGitHubError", "RoofwatchError", "SandboxUnavailable", "SuiteConfigError",
     "TriageError", "UnknownRepository", "UnknownRevision", "UploadError", "UploadFormatError",
-    "ArtifactLookupError",
+    "ArtifactLookupError", "DemoError",
 ]
 
 
@@ -82,3 +82,7 @@ class RetryableGitHubError(GitHubError):
 
 class ArtifactLookupError(RoofwatchError):
     """The commit is unknown, ambiguous, or has no compiled artifacts."""
+
+
+class DemoError(RoofwatchError):
+    """The demo repository cannot be written where it was asked for."""

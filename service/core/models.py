@@ -81,6 +81,8 @@ class Device(SQLModel, table=True):
     peak_bandwidth: float | None = None
     peak_flops: dict[str, float] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     peaks_source: str = "none"  # "measured" | "datasheet" | "none"
+    # Measured cache-level roofs: {"L2": {"capacity": bytes, "bandwidth": bytes/s}, "L3": {...}}.
+    cache_roofs: dict[str, dict[str, float]] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     sm_clock_mhz: float | None = None
     power_limit_w: float | None = None
     l2_bytes: int | None = None

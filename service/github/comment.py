@@ -196,6 +196,12 @@ def render_comment(report: dict[str, Any], context: ReportContext) -> str:
     return _join([MARKER, header, notice, failures, significant, compiled, unsure, mde, details, link])
 
 
+def comment_for(report: dict[str, Any], repository: str, pr_number: int, base_ref: str, dashboard_url: str) -> str:
+    """``render_comment`` with its context spelled out: what the dashboard's compare page shows."""
+    return render_comment(report, ReportContext(repository=repository, pr_number=pr_number, base_ref=base_ref,
+                                                dashboard_url=dashboard_url))
+
+
 def _join(sections: Sequence[str]) -> str:
     return "\n\n".join(s for s in sections if s) + "\n"
 

@@ -48,13 +48,14 @@ def upsert_device(session: Session, info: DeviceInfo) -> Device:
     """
     device = session.exec(select(Device).where(Device.fingerprint == info.fingerprint)).first()
     if device is None:
-        device = Device(**info.model_dump(exclude={"fingerprint", "peak_bandwidth", "peak_flops"}),
+        device = Device(**info.model_dump(exclude={"fingerprint", "peak_bandwidth", "peak_flops", "cache_roofs"}),
                         fingerprint=info.fingerprint)
     elif not (info.peak_bandwidth and info.peak_flops):
         return device
     if info.peak_bandwidth and info.peak_flops:
         device.peak_bandwidth = info.peak_bandwidth
         device.peak_flops = dict(info.peak_flops)
+        device.cache_roofs = {name: dict(roof) for name, roof in info.cache_roofs.items()}
         device.peaks_source = "measured"
     session.add(device)
     session.flush()

@@ -3,33 +3,41 @@
 from __future__ import annotations
 
 from service.core.models import Device
-from suites.roofline import Peaks, datasheet_peaks, roofline_fraction
+from suites.roofline import Bound, CacheRoof, Peaks, bound_by, datasheet_peaks
 from workers.device import is_cpu
 
 
 def peaks_for(device: Device) -> Peaks | None:
     """Calibrated peaks when ``roofwatch calibrate`` stored them, else datasheet ones, else None.
 
-    A CPU gets no roofs: its benchmarks are small enough to run from cache and the harness
-    flushes no CPU cache, so a DRAM roof would be beaten by every cache-resident case and
-    reported as a harness error, not as a fraction anyone could act on.
+    Measured cache-level roofs come along, so a cache-resident benchmark is held to the cache it
+    ran from. A CPU is measured with warm caches (the host timer flushes nothing), so its working
+    sets start at the cache that holds them; it has no datasheet, so an uncalibrated CPU has no roofs.
     """
-    if is_cpu(device.device_class):
-        return None
+    cpu = is_cpu(device.device_class)
     if device.peak_bandwidth and device.peak_flops:
+        caches = tuple(CacheRoof(name, int(roof["capacity"]), float(roof["bandwidth"]))
+                       for name, roof in sorted((device.cache_roofs or {}).items()))
         return Peaks(bandwidth=device.peak_bandwidth, flops=dict(device.peak_flops),
-                     source="datasheet" if device.peaks_source == "datasheet" else "measured")
-    return datasheet_peaks(device.device_class)
+                     source="datasheet" if device.peaks_source == "datasheet" else "measured",
+                     caches=caches, warm_caches=cpu)
+    return None if cpu else datasheet_peaks(device.device_class)
+
+
+def bound_of(peaks: Peaks, flops: float, bytes_moved: float, seconds: float, dtype: str) -> Bound:
+    """The roof one call is held to (DRAM or a cache level) and the fraction of it reached."""
+    return bound_by(peaks, flops, bytes_moved, seconds, compute_roof(peaks, dtype))
 
 
 def fraction_of_roofline(peaks: Peaks, flops: float, bytes_moved: float, seconds: float,
                          dtype: str) -> float:
-    """Roofline fraction for one call; raises ``RooflineError`` above 1 (a harness error).
+    """Roofline fraction for one call against the roof that bounds it (``bound_of``); raises
+    ``RooflineError`` when the call beats every roof (a harness error).
 
     A dtype without its own compute roof is held to the fp32 one (``compute_roof``): the
     slowest roof the device has, so the fraction is never flattered.
     """
-    return roofline_fraction(flops, bytes_moved, seconds, compute_roof(peaks, dtype), peaks.bandwidth)
+    return bound_of(peaks, flops, bytes_moved, seconds, dtype).fraction
 
 
 def compute_roof(peaks: Peaks, dtype: str) -> float:
