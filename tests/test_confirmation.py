@@ -56,7 +56,7 @@ def pair(roofwatch_env: Path) -> dict[str, int]:
         return ids  # type: ignore[return-value]
 
 
-def _ab(ids: dict[str, int], ratios: dict[str, float], attempt: int = 0) -> int:
+def _ab(ids: dict[str, int], ratios: dict[str, float], attempt: int = 0, inconclusive: tuple[str, ...] = ()) -> int:
     """A finished confirm A/B whose head/base medians are ``ratios``; beyond 1.1× is significant."""
     with session_scope() as session:
         repository = session.get(Repository, ids["repository"])
@@ -69,6 +69,7 @@ def _ab(ids: dict[str, int], ratios: dict[str, float], attempt: int = 0) -> int:
         session.flush()
         for name, ratio in ratios.items():
             direction = "regression" if ratio > 1.1 else "improvement" if ratio < 1 / 1.1 else "no-change"
+            direction = "inconclusive" if name in inconclusive else direction
             session.add(ComparisonResult(
                 comparison_id=comparison.id, benchmark_id=ids[name], base_median=1.0, head_median=ratio,  # type: ignore[arg-type]
                 change_pct=(ratio - 1) * 100, q_value=1e-4 if direction != "no-change" else 0.5,
@@ -146,3 +147,17 @@ def test_the_same_shift_twice_in_fresh_processes_is_the_code(pair: dict[str, int
     with session_scope() as session:
         device = session.get(Device, pair["device"])
         assert device is not None and device.environment_shifts == 1
+
+
+def test_an_inconclusive_result_is_measured_again_and_rejected_only_after_the_last_attempt(pair: dict[str, int]) -> None:
+    """Rounds that errored leave too few pairs: that is no evidence against the step."""
+    for attempt in range(confirmation.MAX_ATTEMPTS):
+        comparison = _ab(pair, {"rmsnorm": 1.0, "softmax": 0.5, "matmul": 1.0, "copy": 1.0}, attempt=attempt,
+                         inconclusive=("rmsnorm",))
+        with session_scope() as session:
+            confirmation.apply(session, comparison)
+            again = confirmation.pending(session, pair["repository"])
+        if attempt + 1 < confirmation.MAX_ATTEMPTS:
+            assert _changes()[("rmsnorm", "perf-regression")] == "confirming"
+            assert [c.attempt for c in again] == [attempt + 1]
+    assert _changes() == {("rmsnorm", "perf-regression"): "rejected", ("softmax", "perf-improvement"): "confirmed"}

@@ -52,8 +52,10 @@ def _attempts(session: Session, repository: Repository, device: Device, good: st
 
 
 def _measure_again(comparison: Comparison) -> bool:
-    """The A/B told nothing about the code: the machine moved, or the A/B itself errored."""
-    return bool(comparison.details.get("environment_shift")) or comparison.state in ("errored", "cancelled")
+    """The A/B told nothing about (some of) the code: the machine moved, it errored, or a waiting
+    candidate's benchmark came out inconclusive (too few rounds measured it, or no verdict either way)."""
+    return (bool(comparison.details.get("environment_shift")) or bool(comparison.details.get("inconclusive"))
+            or comparison.state in ("errored", "cancelled"))
 
 
 def key_for(repository: Repository, device: Device, request: Confirm) -> str:
@@ -83,7 +85,7 @@ def pending(session: Session, repository_id: int) -> list[Confirm]:
             requests[pair] = Confirm(repository_id, device.id, *pair[1:], attempt=len(attempts))  # type: ignore[arg-type]
         else:
             # Decided before this candidate appeared (an A/B asked for by another benchmark).
-            _decide(session, latest, [change])
+            _decide(session, latest, [change], final=True)
     return list(requests.values())
 
 
@@ -107,7 +109,10 @@ def apply(session: Session, comparison_id: int) -> list[int]:
         return []  # measured again (``pending``) up to MAX_ATTEMPTS; the candidates wait
     if device is not None and _environment_shift(session, comparison, device, results):
         return []
-    confirmed = _decide(session, comparison, waiting)
+    repository = session.get(Repository, comparison.repository_id)
+    assert repository is not None
+    final = device is None or len(_attempts(session, repository, device, good.sha, bad.sha)) >= MAX_ATTEMPTS
+    confirmed = _decide(session, comparison, waiting, final=final)
     confirmed += _spillover(session, comparison, good, bad, results)
     comparison.details = {**comparison.details, "applied": True, "changes": confirmed}
     session.add(comparison)
@@ -145,12 +150,22 @@ def _environment_shift(session: Session, comparison: Comparison, device: Device,
     return True
 
 
-def _decide(session: Session, comparison: Comparison, waiting: list[Change]) -> list[int]:
+def _decide(session: Session, comparison: Comparison, waiting: list[Change], *, final: bool) -> list[int]:
+    """Confirm or reject each waiting candidate on its own benchmark's result.
+
+    An inconclusive result rejects nothing unless this was the last A/B allowed: the pair is
+    measured again (``pending``), since errored rounds or an unsettled machine are no evidence
+    that the step is not there.
+    """
     by_benchmark = {r.benchmark_id: r for r, _ in results_of(session, comparison.id)}  # type: ignore[arg-type]
     confirmed: list[int] = []
     for change in waiting:
         result = by_benchmark.get(change.benchmark_id)  # type: ignore[arg-type]
         expected = "regression" if change.kind == "perf-regression" else "improvement"
+        if result is not None and result.direction == "inconclusive" and not final:
+            comparison.details = {**comparison.details, "inconclusive": True}
+            session.add(comparison)
+            continue
         if result is None or result.direction != expected:
             change.phase = lifecycle.REJECTED
             change.details = {**change.details, "comparison_id": comparison.id,
