@@ -96,22 +96,22 @@ def apply(session: Session, comparison_id: int) -> list[int]:
         return []
     if comparison.details.get("applied"):
         return []
+    if comparison.state in ("errored", "cancelled"):
+        return []  # measured again (``pending``) up to MAX_ATTEMPTS; the candidates wait
+    repository = session.get(Repository, comparison.repository_id)
     device = session.get(Device, comparison.device_id)
     good = session.get(Commit, comparison.base_commit_id)
     bad = session.get(Commit, comparison.head_commit_id)
-    assert good is not None and bad is not None
+    assert repository is not None and good is not None and bad is not None
     waiting = list(session.exec(select(Change).where(
         Change.repository_id == comparison.repository_id, Change.phase == lifecycle.CONFIRMING,
         Change.range_start_sha == good.sha, Change.range_end_sha == bad.sha,
         Change.device_id == comparison.device_id)).all())
+    attempts = _attempts(session, repository, device, good.sha, bad.sha) if device is not None else []
     results = results_of(session, comparison_id)
-    if comparison.state in ("errored", "cancelled"):
-        return []  # measured again (``pending``) up to MAX_ATTEMPTS; the candidates wait
-    if device is not None and _environment_shift(session, comparison, device, results):
+    if device is not None and _environment_shift(session, comparison, device, results, attempts, waiting):
         return []
-    repository = session.get(Repository, comparison.repository_id)
-    assert repository is not None
-    final = device is None or len(_attempts(session, repository, device, good.sha, bad.sha)) >= MAX_ATTEMPTS
+    final = device is None or len(attempts) >= MAX_ATTEMPTS
     confirmed = _decide(session, comparison, waiting, final=final)
     confirmed += _spillover(session, comparison, good, bad, results)
     comparison.details = {**comparison.details, "applied": True, "changes": confirmed}
@@ -120,18 +120,18 @@ def apply(session: Session, comparison_id: int) -> list[int]:
 
 
 def _environment_shift(session: Session, comparison: Comparison, device: Device,
-                       results: list[tuple[ComparisonResult, Benchmark]]) -> bool:
-    """Was this A/B moved by the machine? Then count it and leave the pair to be measured again."""
+                       results: list[tuple[ComparisonResult, Benchmark]], attempts: list[Comparison],
+                       waiting: list[Change]) -> bool:
+    """Was this A/B moved by the machine? Then count it and leave the pair to be measured again.
+
+    ``attempts`` are every A/B of this pair (this one included), ``waiting`` its undecided candidates.
+    """
     ratios = [math.log(r.head_median / r.base_median) for r, _ in results if r.head_median and r.base_median]
     significant = [r.direction in ("regression", "improvement") for r, _ in results if r.head_median and r.base_median]
     factor = environment.common_shift(ratios, significant)
     if factor is None:
         return False
-    repository = session.get(Repository, comparison.repository_id)
-    good = session.get(Commit, comparison.base_commit_id)
-    bad = session.get(Commit, comparison.head_commit_id)
-    assert repository is not None and good is not None and bad is not None
-    earlier = [c for c in _attempts(session, repository, device, good.sha, bad.sha) if c.id != comparison.id]
+    earlier = [c for c in attempts if c.id != comparison.id]
     previous = earlier[-1].details.get("environment_shift") if earlier else None
     if previous and abs(math.log(factor) - math.log(previous)) <= SAME_FACTOR * abs(math.log(previous)):
         return False  # the same shift twice in fresh processes: the code did it
@@ -139,10 +139,7 @@ def _environment_shift(session: Session, comparison: Comparison, device: Device,
     comparison.details = {**comparison.details, "environment_shift": factor}
     session.add_all([device, comparison])
     if len(earlier) + 1 >= MAX_ATTEMPTS:
-        for change in session.exec(select(Change).where(
-                Change.repository_id == comparison.repository_id, Change.phase == lifecycle.CONFIRMING,
-                Change.range_start_sha == good.sha, Change.range_end_sha == bad.sha,
-                Change.device_id == device.id)).all():
+        for change in waiting:
             change.phase = lifecycle.REJECTED
             change.details = {**change.details, "rejected": "the machine moved every benchmark in every A/B"}
             session.add(change)
