@@ -17,6 +17,8 @@ import pytest
 from planted_history import PlannedCommit, PlantedHistory, check_id, plant_history
 from tests_support import roofwatch
 
+from service.core.db import downgrade
+
 BASE = 0.02
 FAST_MATMUL, SLOW_MATMUL = 0.02, 0.10
 
@@ -79,9 +81,16 @@ def test_every_commit_measured_gives_the_planted_changes_whatever_the_dates(
 def test_on_postgresql_the_same_history_twice_stores_each_change_once(tmp_path: Path, postgres_url: str) -> None:
     history = _history(tmp_path, f"kernels-pg-{tmp_path.name}", "same")
     env = _env(tmp_path, postgres_url)
-    _run(history, env, *[f"c{i}" for i in range(7)])
-    _run(history, env, *[f"c{i}" for i in range(7)], force=True)
-    assert _planted(_verdicts(history, env)) == _planted(PLANTED)
+    # The session's PostgreSQL database is shared by the tests of this process: start empty, and
+    # leave it empty for tests that read every row in it.
+    downgrade(postgres_url, "base")
+    roofwatch(["db", "upgrade"], env)  # a shared server is migrated on purpose, never by `run`
+    try:
+        _run(history, env, *[f"c{i}" for i in range(7)])
+        _run(history, env, *[f"c{i}" for i in range(7)], force=True)
+        assert _planted(_verdicts(history, env)) == _planted(PLANTED)
+    finally:
+        downgrade(postgres_url, "base")
 
 
 def test_only_the_two_ends_measured_are_narrowed_to_each_first_bad_commit(tmp_path: Path) -> None:
