@@ -135,12 +135,14 @@ def check_id(name: str) -> str:
 
 
 def plant_history(repo: Path, plan: Sequence[PlannedCommit], dates: DateMode | Sequence[int] = "increasing",
-                  rounds: int = 5, slowdown_file: Path | None = None) -> PlantedHistory:
+                  rounds: int = 5, slowdown_file: Path | None = None, declare_suites: bool = True) -> PlantedHistory:
     """Create a git repository at ``repo`` (branch ``main``) holding ``plan``, oldest first.
 
     ``dates``: "increasing" (one minute apart), "same" (every commit one committer second),
     "backwards" (each commit a minute *before* its parent), or explicit epoch seconds per commit.
     ``rounds``: pytest-benchmark rounds per benchmark and process (also the minimum).
+    ``declare_suites=False``: no commit has a ``[tool.roofwatch]`` table; track it with a stored
+    config holding ``suites_table(rounds, with_checks)``.
     """
     _validate(plan)
     stamps = _stamps(len(plan), dates)
@@ -161,7 +163,7 @@ def plant_history(repo: Path, plan: Sequence[PlannedCommit], dates: DateMode | S
         }
         if checks:
             files["checks/test_planted.py"] = _checks_module(checks)
-        files["pyproject.toml"] = _pyproject(rounds, with_checks=bool(checks))
+        files["pyproject.toml"] = PROJECT + (suites_table(rounds, with_checks=bool(checks)) if declare_suites else "")
         for name, content in files.items():
             path = repo / name
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -216,7 +218,15 @@ def _git(repo: Path, *args: str, env: Mapping[str, str] | None = None) -> str:
     ).stdout.strip()
 
 
-def _pyproject(rounds: int, with_checks: bool) -> str:
+PROJECT = """\
+[project]
+name = "planted-kernels"
+version = "0.0.1"
+"""
+
+
+def suites_table(rounds: int = 5, with_checks: bool = True) -> str:
+    """The ``[[tool.roofwatch.suites]]`` tables every planted commit declares (or a stored config holds)."""
     # Plugin autoload off: the host's pytest plugins would add seconds to every suite process.
     # A correctness suite without tests would error ("no tests collected"), so none is declared.
     correctness = """
@@ -227,11 +237,7 @@ command = "python -m pytest checks -q -p no:cacheprovider"
 env = { PYTEST_DISABLE_PLUGIN_AUTOLOAD = "1" }
 timeout = 120
 """ if with_checks else ""
-    return f"""\
-[project]
-name = "planted-kernels"
-version = "0.0.1"
-{correctness}
+    return f"""{correctness}
 [[tool.roofwatch.suites]]
 name = "benchmarks"
 kind = "benchmark"

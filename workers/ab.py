@@ -9,6 +9,11 @@ shuffled within each pair (seeded by the comparison, so a rerun repeats it): a s
 A B, B A, A B … puts the head in process slots 2, 3, 6, 7, …, which a neighbour that loads the
 machine every fourth process would slow every single round.
 
+Both sides run the suites a normal run of each commit would (``external_suites.prepare_suites``):
+the commit's own table, or the repository's stored config the job carries, by the same
+precedence, with any ``suites_from`` backfill laid over both worktrees, so a comparison of a
+repository tracked from outside measures the same series its runs do.
+
 After ``min_rounds`` the worker asks ``service.analysis.abtest`` (pure numbers, no database)
 whether every benchmark has a verdict; inconclusive ones get more rounds up to
 ``max_rounds``. The result is an ``ABEnvelope``; like every envelope it holds no credentials.
@@ -28,8 +33,9 @@ from workers import checkout
 from workers.device import probe
 from workers.envelope import ABEnvelope, CommitRecord, DeviceInfo, RoundRecord, SuiteResult
 from workers.errors import CheckoutError, SuiteConfigError
+from workers.external_suites import noted, prepare_suites
 from workers.runner import run_suite
-from workers.suite_config import SuiteSpec, load_suites
+from workers.suite_config import SuiteSpec
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +57,10 @@ class ABJob:
     output_limit: int = 1_000_000
     suite_network: bool = False  # the repository's operator switch, as on Job
     run_id: int | None = None  # the pull-request run this comparison decides, marked started with it
+    # As on Job: the repository's stored suites (TOML text) and their label; a backfill REF's SHA.
+    suites_toml: str = ""
+    suites_label: str = ""
+    suites_from: str = ""
 
 
 RoundProgress = Callable[[int, str, str, str], None]  # (0-based round, side, suite, "start" or its status)
@@ -99,6 +109,7 @@ def run_ab(job: ABJob, device: DeviceInfo | None = None, progress: RoundProgress
     data_dir = Path(job.data_dir)
     rounds: list[RoundRecord] = []
     commits: dict[str, CommitRecord | None] = {"base": None, "head": None}
+    sources: dict[str, str] = {}
 
     def envelope(status: str, reason: str = "") -> ABEnvelope:
         return ABEnvelope(
@@ -106,6 +117,7 @@ def run_ab(job: ABJob, device: DeviceInfo | None = None, progress: RoundProgress
             repository=job.repository, base_sha=job.base_sha, head_sha=job.head_sha,
             status=status, reason=reason, base_commit=commits["base"], head_commit=commits["head"],  # type: ignore[arg-type]
             device=device, rounds=rounds, started_at=started, finished_at=datetime.now(UTC),
+            suites_source=suites_source(sources),
         )
 
     try:
@@ -118,14 +130,16 @@ def run_ab(job: ABJob, device: DeviceInfo | None = None, progress: RoundProgress
         with checkout.worktree(mirror, job.base_sha, worktrees) as base_tree, \
                 checkout.worktree(mirror, job.head_sha, worktrees) as head_tree:
             trees = {"base": base_tree, "head": head_tree}
-            specs: dict[str, list[SuiteSpec]] = {}
+            specs: dict[str, list[tuple[SuiteSpec, str]]] = {}
             for side, tree in trees.items():
                 try:
-                    found = load_suites(tree)
+                    found, sources[side] = prepare_suites(mirror, tree, job.suites_toml, job.suites_label,
+                                                          job.suites_from)
                 except SuiteConfigError as exc:
                     return envelope("errored", f"{side}: {exc}")
                 if not found:
-                    return envelope("errored", f"{side}: no [[tool.roofwatch.suites]] in pyproject.toml")
+                    where = " or the stored suites" if job.suites_toml else ""
+                    return envelope("errored", f"{side}: no [[tool.roofwatch.suites]] in pyproject.toml{where}")
                 specs[side] = found
             _run_rounds(job, trees, specs, data_dir, rounds, progress)
     except CheckoutError as exc:
@@ -138,20 +152,27 @@ def run_ab(job: ABJob, device: DeviceInfo | None = None, progress: RoundProgress
     return envelope("succeeded")
 
 
-def _run_rounds(job: ABJob, trees: dict[str, Path], specs: dict[str, list[SuiteSpec]], data_dir: Path,
+def suites_source(sources: dict[str, str]) -> str:
+    """Where the suites of both sides came from, as a run records it; each side named when they differ."""
+    if len(set(sources.values())) <= 1:
+        return next(iter(sources.values()), "")
+    return "; ".join(f"{side}: {source}" for side, source in sources.items())
+
+
+def _run_rounds(job: ABJob, trees: dict[str, Path], specs: dict[str, list[tuple[SuiteSpec, str]]], data_dir: Path,
                 rounds: list[RoundRecord], progress: RoundProgress | None) -> None:
     orders = round_orders(job.comparison_id, job.max_rounds)
     for index in range(job.max_rounds):
         order = orders[index]
         for side in order:
-            wanted = specs[side] if index == 0 else [s for s in specs[side] if s.kind == "benchmark"]
+            wanted = specs[side] if index == 0 else [(s, n) for s, n in specs[side] if s.kind == "benchmark"]
             results: list[SuiteResult] = []
-            for spec in wanted:
+            for spec, note in wanted:
                 report = (lambda suite, event, side=side: progress(index, side, suite, event)) if progress else None
                 result = run_suite(spec, trees[side], data_dir, job, report)
                 if index:
                     result = result.model_copy(update={"output_tail": result.output_tail[-LATER_ROUND_OUTPUT:]})
-                results.append(result)
+                results.append(noted(result, note))
             rounds.append(RoundRecord(side=side, index=index, suites=results))  # type: ignore[arg-type]
         done = index + 1
         if done >= job.min_rounds and _conclusive(rounds):

@@ -167,3 +167,5 @@ class ABEnvelope(BaseModel):
     rounds: list[RoundRecord] = Field(default_factory=list)
     started_at: datetime
     finished_at: datetime
+    # As on Envelope: where the suites came from ("base: …; head: …" when the sides differ).
+    suites_source: str = ""

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workers import checkout
+from workers.envelope import SuiteResult
 from workers.errors import SuiteConfigError, UnknownRevision
 from workers.suite_config import SuiteSpec, load_suites, roofwatch_table, suites_in
 
@@ -61,6 +62,27 @@ def choose_suites(tree: Path, stored_toml: str, stored_label: str) -> tuple[list
     if own is not None:
         return own, f"pyproject.toml of the commit (wins over {stored_label})"
     return stored.suites, f"{stored_label} (the commit declares no suites)"
+
+
+def prepare_suites(mirror: Path, tree: Path, stored_toml: str, stored_label: str,
+                   suites_from: str = "") -> tuple[list[tuple[SuiteSpec, str]] | None, str]:
+    """Choose ``tree``'s suites and lay each one's backfill over it: (spec, note) pairs and their source.
+
+    The one selection every job makes, a run's commit and each side of an A/B alike, so both
+    measure the same suites under the same series names. None: neither the commit nor a stored
+    config declares suites.
+    """
+    specs, source = choose_suites(tree, stored_toml, stored_label)
+    if specs is None:
+        return None, source
+    return [lay_over(mirror, tree, spec, suites_from) for spec in specs], source
+
+
+def noted(result: SuiteResult, note: str) -> SuiteResult:
+    """The suite's result with where its files came from (backfill), kept in its recorded reason."""
+    if not note:
+        return result
+    return result.model_copy(update={"reason": f"{result.reason}; {note}" if result.reason else note})
 
 
 def lay_over(mirror: Path, tree: Path, spec: SuiteSpec, suites_from: str = "") -> tuple[SuiteSpec, str]:

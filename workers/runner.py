@@ -23,7 +23,7 @@ from workers.compiled.install import PLUGIN, install_plugin, with_plugin_path
 from workers.device import probe
 from workers.envelope import CommitRecord, DeviceInfo, Envelope, SuiteResult
 from workers.errors import CheckoutError, ResultFileError, SuiteConfigError
-from workers.external_suites import choose_suites, lay_over
+from workers.external_suites import noted, prepare_suites
 from workers.results import parse_benchmark_json, parse_junit
 from workers.settings import get_worker_settings
 from workers.suite_config import SuiteSpec
@@ -99,13 +99,12 @@ def run_job(job: Job, device: DeviceInfo | None = None, progress: Progress | Non
         commit = CommitRecord(**vars(info)) if info else None
         with checkout.worktree(mirror, job.sha, data_dir / "worktrees") as tree:
             try:
-                specs, source = choose_suites(tree, job.suites_toml, job.suites_label)
-                if specs is None:
+                laid, source = prepare_suites(mirror, tree, job.suites_toml, job.suites_label, job.suites_from)
+                if laid is None:
                     return envelope("skipped", "no [[tool.roofwatch.suites]] in pyproject.toml", commit=commit)
-                laid = [lay_over(mirror, tree, spec, job.suites_from) for spec in specs]
             except SuiteConfigError as exc:
                 return envelope("errored", str(exc), commit=commit)
-            results = [_noted(run_suite(spec, tree, data_dir, job, progress), note) for spec, note in laid]
+            results = [noted(run_suite(spec, tree, data_dir, job, progress), note) for spec, note in laid]
     except CheckoutError as exc:
         return envelope("errored", str(exc))
 
@@ -117,13 +116,6 @@ def run_job(job: Job, device: DeviceInfo | None = None, progress: Progress | Non
         status = "succeeded"
     failed = [r.name for r in results if r.status != "passed"]
     return envelope(status, f"suites not passed: {', '.join(failed)}" if failed else "", results, commit)
-
-
-def _noted(result: SuiteResult, note: str) -> SuiteResult:
-    """The suite's result with where its files came from (backfill), kept in its recorded reason."""
-    if not note:
-        return result
-    return result.model_copy(update={"reason": f"{result.reason}; {note}" if result.reason else note})
 
 
 def _run_setup(spec: SuiteSpec, tree: Path, data_dir: Path, job: SuiteLimits) -> str | None:

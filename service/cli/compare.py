@@ -8,6 +8,7 @@ from typing import Any
 
 from celery import chain
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -116,6 +117,8 @@ def render(console: Console, data: dict[str, Any]) -> None:
         console.print(f"[bold red]new failure[/] {failure['suite']}::{failure['test_id']}: {first_line}")
     if data["error"]:
         console.print(f"[dim]{data['error']}[/]")
+    if data.get("suites_source"):
+        console.print(f"[dim]suites: {escape(data['suites_source'])}[/]")
     mde = _fmt(data["mde_pct"], ".1f")
     console.print(f"verdict: [bold]{data['verdict']}[/] after {data['rounds']} round(s)"
                   + (f"; smallest detectable change ±{mde}%" if mde else ""))

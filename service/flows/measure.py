@@ -8,26 +8,22 @@ from __future__ import annotations
 
 from celery import Signature
 from celery.result import AsyncResult
-from sqlalchemy.orm import object_session
 
 from service.core.config import Settings
 from service.core.models import Commit, Repository, Run
 from service.flows import dispatch
-from service.records.suite_configs import current, label
+from service.records.suite_configs import job_fields
 from workers.runner import Job
 
 
 def job_for(run: Run, repository: Repository, commit: Commit, settings: Settings) -> Job:
     """The worker's job for ``run``, with the repository's stored suites (if any) for the worker to weigh."""
-
-    session = object_session(run)
-    stored = current(session, repository.id) if session is not None and repository.id is not None else None  # type: ignore[arg-type]
     return Job(
         run_id=run.id, idempotency_key=run.idempotency_key,  # type: ignore[arg-type]
         repository=repository.full_name, clone_url=repository.clone_url, sha=commit.sha,
         data_dir=str(settings.data_dir), suite_timeout_s=settings.suite_timeout,
         output_limit=settings.output_limit, suite_network=repository.suite_network,
-        suites_toml=stored.content if stored else "", suites_label=label(stored) if stored else "",
+        **job_fields(run, repository),
     )
 
 

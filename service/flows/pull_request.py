@@ -119,6 +119,7 @@ def finish(comparison_id: int) -> None:
             return
         run.state = RUN_STATE_OF_COMPARISON.get(comparison.state, "errored")
         run.error, run.device_id = comparison.error, comparison.device_id
+        run.suites_source = comparison.details.get("suites_source", "")
         run.started_at = run.started_at or comparison.created_at
         run.finished_at = utcnow()
         session.add(run)

@@ -19,6 +19,7 @@ from service.core.models import Benchmark, Commit, Comparison, ComparisonResult,
 from service.records import compiled_artifacts
 from service.records.ingest import IngestError, upsert_benchmark, upsert_device
 from service.records.roofline import fraction_of_roofline, peaks_for
+from service.records.suite_configs import job_fields
 from suites.roofline import RooflineError
 from workers.ab import ABJob, paired_rounds
 from workers.envelope import ENVELOPE_VERSION, ABEnvelope, MeasurementRecord, RoundRecord
@@ -39,12 +40,14 @@ def create_comparison(session: Session, repository: Repository, base: Commit, he
 
 def ab_job_for(comparison: Comparison, repository: Repository, base: Commit, head: Commit, data_dir: str,
                suite_timeout_s: float, output_limit: int, max_rounds: int, min_rounds: int = 3) -> ABJob:
+    """The worker's A/B job, carrying the repository's stored suites as a run's job does."""
     return ABJob(
         run_id=comparison.run_id,
         comparison_id=comparison.id, idempotency_key=comparison.idempotency_key,  # type: ignore[arg-type]
         repository=repository.full_name, clone_url=repository.clone_url, base_sha=base.sha,
         head_sha=head.sha, data_dir=data_dir, min_rounds=min_rounds, max_rounds=max(min_rounds, max_rounds),
         suite_timeout_s=suite_timeout_s, output_limit=output_limit, suite_network=repository.suite_network,
+        **job_fields(comparison, repository),
     )
 
 
@@ -77,6 +80,7 @@ def ingest_ab(session: Session, envelope: ABEnvelope) -> Comparison:
         **comparison.details, "new_failures": new_failures, "fixed": fixed,
         "mde_pct": max((r.mde_pct for r in verdicts if r.mde_pct is not None), default=None),
         "compiled": compiled_artifacts.ab_summary(envelope.rounds),
+        "suites_source": envelope.suites_source,
     }
     if comparison.state == "cancelled":
         comparison.verdict = "cancelled"  # measured after all, but nobody is waiting for the verdict
@@ -192,4 +196,5 @@ def comparison_report(session: Session, comparison_id: int) -> dict[str, Any]:
         "new_failures": comparison.details.get("new_failures", []),
         "fixed": comparison.details.get("fixed", []), "benchmarks": rows,
         "compiled": comparison.details.get("compiled", {}),
+        "suites_source": comparison.details.get("suites_source", ""),
     }

@@ -7,6 +7,7 @@ which is the one that sees the commit's own ``pyproject.toml`` (``workers.extern
 
 from __future__ import annotations
 
+from sqlalchemy.orm import object_session
 from sqlmodel import Session, col, select
 
 from service.core.models import Repository, SuiteConfig
@@ -34,3 +35,10 @@ def current(session: Session, repository_id: int) -> SuiteConfig | None:
 def label(config: SuiteConfig) -> str:
     """How a run's record names the config it used."""
     return f"stored suites v{config.version} ({config.origin or 'no file name'})"
+
+
+def job_fields(row: object, repository: Repository) -> dict[str, str]:
+    """The stored-suites fields of a worker's job for ``row`` (a run or a comparison): the newest version, if any."""
+    session = object_session(row)
+    stored = current(session, repository.id) if isinstance(session, Session) and repository.id is not None else None
+    return {"suites_toml": stored.content, "suites_label": label(stored)} if stored else {}
