@@ -45,6 +45,6 @@ def api_env(seeded_data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
 @schema.parametrize()
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 def test_no_input_makes_the_api_fail(case, api_env) -> None:  # type: ignore[no-untyped-def]
-    headers = {"Authorization": "Bearer property-test-token"} if case.method == "PATCH" else None
+    headers = {"Authorization": "Bearer property-test-token"} if case.method in ("PATCH", "PUT") else None
     case.call_and_validate(headers=headers, checks=[not_a_server_error, status_code_conformance,
                                                     response_schema_conformance])

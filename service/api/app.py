@@ -14,6 +14,7 @@ from dashboard.routes import mount as mount_dashboard
 from service.api.deps import SessionDep
 from service.api.metrics import router as metrics_router
 from service.api.routes import router as api_router
+from service.api.suites import router as suites_router
 from service.api.uploads import router as upload_router
 from service.api.webhooks import router as webhook_router
 from service.core.config import get_settings
@@ -59,6 +60,7 @@ def create_app() -> FastAPI:
     app.include_router(webhook_router)
     app.include_router(metrics_router)
     app.include_router(upload_router)
+    app.include_router(suites_router)
 
     @app.get("/healthz", tags=["ops"])
     def healthz(session: SessionDep) -> dict[str, str]:
