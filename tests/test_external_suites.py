@@ -109,3 +109,31 @@ def test_precedence_between_the_commit_and_the_stored_config(tmp_path: Path) -> 
         parse_suites_file(SUITES.replace('suite_paths = ["bench/"]', 'suites_from = "main"'))
     with pytest.raises(SuiteConfigError, match="not valid TOML"):
         parse_suites_file("[[tool.roofwatch.suites]\n")
+
+
+def test_a_suite_kept_in_a_repository_of_its_own_measures_every_commit(tmp_path: Path) -> None:
+    repo, bench, data = tmp_path / "legacy", tmp_path / "legacy-bench", tmp_path / "data"
+    shas = _history(repo, bench_from=99)  # the measured repository never holds the benchmark
+    init(bench)
+    bench_sha = commit(bench, "bench: time scale", {"bench/test_bench.py": BENCH.format(factor=3.0)}, 1)
+    suites = tmp_path / "suites.toml"
+    suites.write_text(SUITES + f'suites_repo = "{bench}"\n')
+    env = {"ROOFWATCH_DATA_DIR": str(data)}
+    roofwatch(["repo", "add", "acme/legacy", "--clone-url", str(repo), "--suites", str(suites)], env)
+    roofwatch(["run", "--repo", "acme/legacy", "--last", "3"], env)
+    runs = _runs(data)
+    assert [(r[0], r[1]) for r in runs] == [(sha, "succeeded") for sha in shas[-3:]]
+    names = {name for *_, suites_run in runs for name, _ in suites_run}
+    assert len(names) == 1 and next(iter(names)).startswith("benchmarks@")
+    assert all(f"from {bench} at HEAD ({bench_sha})" in reason for *_, suites_run in runs for _, reason in suites_run)
+    assert not (repo / "bench").exists()
+
+
+def test_a_commit_cannot_name_a_repository_for_the_worker_to_fetch(tmp_path: Path) -> None:
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "pyproject.toml").write_text(SUITES + 'suites_repo = "/srv/roofwatch/mirrors/other.git"\n')
+    with pytest.raises(SuiteConfigError, match="suites_repo is allowed only in a stored config"):
+        choose_suites(own, "", "")
+    with pytest.raises(SuiteConfigError, match="sets suites_repo but no suite_paths"):
+        parse_suites_file(SUITES.replace('suite_paths = ["bench/"]', 'suites_repo = "/x"'))

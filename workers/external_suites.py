@@ -23,6 +23,7 @@ from pathlib import Path
 from workers import checkout
 from workers.envelope import SuiteResult
 from workers.errors import SuiteConfigError, UnknownRevision
+from workers.redaction import redact
 from workers.suite_config import SuiteSpec, load_suites, roofwatch_table, suites_in
 
 
@@ -48,12 +49,17 @@ def parse_suites_file(text: str) -> StoredSuites:
     for suite in suites:
         if suite.suites_from and not suite.suite_paths:
             raise SuiteConfigError(f"suite {suite.name!r} sets suites_from but no suite_paths to take from it")
+        if suite.suites_repo and not suite.suite_paths:
+            raise SuiteConfigError(f"suite {suite.name!r} sets suites_repo but no suite_paths to take from it")
     return StoredSuites(suites, override)
 
 
 def choose_suites(tree: Path, stored_toml: str, stored_label: str) -> tuple[list[SuiteSpec] | None, str]:
     """The suites to run on ``tree`` and where they came from (recorded with the run)."""
     own = load_suites(tree)
+    # A commit (a pull request's included) must not make the worker fetch from a URL or path it names.
+    if own is not None and any(spec.suites_repo for spec in own):
+        raise SuiteConfigError("suites_repo is allowed only in a stored config, not in a commit's pyproject.toml")
     if not stored_toml:
         return own, "pyproject.toml of the commit" if own is not None else ""
     stored = parse_suites_file(stored_toml)
@@ -88,17 +94,26 @@ def noted(result: SuiteResult, note: str) -> SuiteResult:
 def lay_over(mirror: Path, tree: Path, spec: SuiteSpec, suites_from: str = "") -> tuple[SuiteSpec, str]:
     """Apply ``spec``'s backfill to ``tree``; the spec to run (renamed by content) and a note for the record.
 
-    ``suites_from`` (a SHA from ``roofwatch run --suites-from``) replaces the suite's own REF.
+    ``suites_from`` (a SHA from ``roofwatch run --suites-from``) replaces the suite's own REF,
+    except for a suite with ``suites_repo``, whose REF names a commit of that other repository.
     """
-    ref = suites_from or spec.suites_from
+    if spec.suites_repo:
+        ref = spec.suites_from or "HEAD"
+        try:
+            source = checkout.ensure_mirror(mirror.parent, spec.suites_repo)
+        except checkout.CheckoutError as exc:
+            raise SuiteConfigError(f"suite {spec.name!r}: suites_repo: {exc}") from exc
+    else:
+        ref, source = suites_from or spec.suites_from or "", mirror
     if not ref:
         return spec, ""
     if not spec.suite_paths:
         raise SuiteConfigError(f"suite {spec.name!r}: --suites-from needs suite_paths (the folders that hold the suite)")
     try:
-        sha = checkout.resolve(mirror, ref)
+        sha = checkout.resolve(source, ref)
     except UnknownRevision as exc:
-        raise SuiteConfigError(f"suite {spec.name!r}: suites_from {ref!r} is not a commit of the repository") from exc
+        where = "suites_repo" if spec.suites_repo else "the repository"
+        raise SuiteConfigError(f"suite {spec.name!r}: suites_from {ref!r} is not a commit of {where}") from exc
     content = hashlib.sha256()
     for raw in spec.suite_paths:
         path = raw.strip("/")
@@ -106,7 +121,7 @@ def lay_over(mirror: Path, tree: Path, spec: SuiteSpec, suites_from: str = "") -
             raise SuiteConfigError(f"suite {spec.name!r}: suite_paths must stay inside the repository, got {raw!r}")
         try:
             # The tree id of the path at REF is a hash of its whole content.
-            content.update(f"{path}\0{checkout.git('rev-parse', f'{sha}:{path}', cwd=mirror).strip()}\n".encode())
+            content.update(f"{path}\0{checkout.git('rev-parse', f'{sha}:{path}', cwd=source).strip()}\n".encode())
         except checkout.CheckoutError as exc:
             raise SuiteConfigError(f"suite {spec.name!r}: {raw!r} does not exist at {ref} ({sha[:12]})") from exc
         target = tree / path
@@ -114,8 +129,15 @@ def lay_over(mirror: Path, tree: Path, spec: SuiteSpec, suites_from: str = "") -
             shutil.rmtree(target)  # files the suite deleted since must not linger
         elif target.exists():
             target.unlink()
-        checkout.git("checkout", sha, "--", path, cwd=tree)
+        if source == mirror:
+            checkout.git("checkout", sha, "--", path, cwd=tree)
+        else:
+            # Files only: the other repository's objects stay in its own mirror, and no index is written.
+            checkout.git(f"--git-dir={source}", f"--work-tree={tree}", "restore", f"--source={sha}", "--worktree",
+                         "--", path)
     digest = content.hexdigest()[:10]
     origin = sha if ref == sha else f"{ref} ({sha})"
+    if spec.suites_repo:
+        origin = f"{redact(spec.suites_repo)} at {origin}"
     note = f"suite files {', '.join(spec.suite_paths)} from {origin}, content {digest}"
     return spec.model_copy(update={"name": f"{spec.name}@{digest}"}), note

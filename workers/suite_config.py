@@ -26,6 +26,9 @@ class SuiteSpec(BaseModel):
     # so today's suite measures old kernel code (see workers/external_suites.py).
     suites_from: str | None = None
     suite_paths: list[str] = Field(default_factory=list)
+    # Stored configs only: take suite_paths from this other git repository (URL or path) at
+    # suites_from (default HEAD), so a suite can live outside the measured repository altogether.
+    suites_repo: str | None = None
     # kind = "compile" only: the GPUs every launched Triton kernel is compiled for.
     targets: list[str] = Field(default_factory=lambda: list(DEFAULT_TARGETS))
 
