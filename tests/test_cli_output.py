@@ -49,3 +49,18 @@ def test_run_prints_json_and_whole_tables_when_not_on_a_terminal(tmp_path: Path)
 
     bad = _piped(["run", "--repo", str(repo), "--format", "yaml"], env)
     assert bad.returncode == 2 and "--format must be table or json" in bad.stderr
+
+
+def test_compare_shows_parametrized_names_and_test_ids_whole() -> None:
+    from rich.console import Console
+
+    from service.cli.compare import render
+
+    row = {"benchmark": "test_matmul[naive]", "base_median": 1.0, "head_median": 1.2, "change_pct": 20.0,
+           "ci_low": 15.0, "ci_high": 25.0, "q_value": 0.01, "threshold_pct": 5.0, "direction": "regression"}
+    data = {"benchmarks": [row], "error": "", "mde_pct": 4.0, "verdict": "failure", "rounds": 4,
+            "new_failures": [{"suite": "correctness", "test_id": "test_add[bold]", "message": "x [red] y"}]}
+    console = Console(record=True, width=200)
+    render(console, data)
+    shown = console.export_text()
+    assert "test_matmul[naive]" in shown and "correctness::test_add[bold]: x [red] y" in shown

@@ -106,17 +106,18 @@ def render(console: Console, data: dict[str, Any]) -> None:
     table = Table("benchmark", "base", "head", "Δ %", "95 % interval", "q", "threshold", "verdict")
     for row in data["benchmarks"]:
         style = STYLE.get(row["direction"], "")
-        table.add_row(
-            row["benchmark"], _fmt(row["base_median"], ".4g"), _fmt(row["head_median"], ".4g"),
+        table.add_row(  # parametrized names ("test_matmul[naive]") are text, not Rich markup
+            escape(row["benchmark"]), _fmt(row["base_median"], ".4g"), _fmt(row["head_median"], ".4g"),
             _fmt(row["change_pct"], "+.2f"), f"[{_fmt(row['ci_low'], '+.1f')}, {_fmt(row['ci_high'], '+.1f')}]",
             _fmt(row["q_value"], ".2g"), "±" + _fmt(row["threshold_pct"], ".1f"), f"[{style}]{row['direction']}[/]",
         )
     console.print(table)
     for failure in data["new_failures"]:
         first_line = (failure["message"].strip().splitlines() or [""])[0]
-        console.print(f"[bold red]new failure[/] {failure['suite']}::{failure['test_id']}: {first_line}")
+        console.print(f"[bold red]new failure[/] {escape(failure['suite'])}::{escape(failure['test_id'])}: "
+                      f"{escape(first_line)}")
     if data["error"]:
-        console.print(f"[dim]{data['error']}[/]")
+        console.print(f"[dim]{escape(data['error'])}[/]")
     if data.get("suites_source"):
         console.print(f"[dim]suites: {escape(data['suites_source'])}[/]")
     mde = _fmt(data["mde_pct"], ".1f")
