@@ -123,6 +123,24 @@ def test_both_sides_of_a_comparison_run_the_backfilled_suite(tmp_path: Path) -> 
     engine.dispose()
 
 
+def test_compare_takes_one_off_suites_and_a_backfill_ref_like_run(tmp_path: Path) -> None:
+    repo = tmp_path / "legacy"
+    init(repo)
+    old = commit(repo, "work: 20 ms", {"kernel.py": KERNEL.format(seconds=BASE)}, 1)
+    slow = commit(repo, "work: 40 ms", {"kernel.py": KERNEL.format(seconds=2 * BASE)}, 2)
+    commit(repo, "bench: time work", {"bench/test_bench.py": BENCH}, 3)
+    suites = tmp_path / "suites.toml"
+    suites.write_text(BACKFILL.replace('suites_from = "main"\n', ""))
+    done = roofwatch(["compare", old, slow, "--repo", str(repo), "--suites", str(suites), "--suites-from", "HEAD",
+                      "--format", "json"], _env(tmp_path), check=False)
+    report = json.loads(done.stdout)
+    assert done.returncode == 1 and report["verdict"] == "regression", report
+    assert report["suites_source"] == "--suites suites.toml (the commit declares no suites)"
+    missing = roofwatch(["compare", old, slow, "--repo", str(repo), "--suites", str(tmp_path / "nothing.toml")],
+                        _env(tmp_path), check=False)
+    assert missing.returncode == 2 and "nothing.toml" in missing.stdout
+
+
 def test_a_commit_that_declares_no_suites_and_no_stored_config_says_so(tmp_path: Path) -> None:
     history = _history(tmp_path)
     env = _env(tmp_path)

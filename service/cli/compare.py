@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from celery import chain
@@ -13,6 +14,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from service.cli.progress import describe
+from service.cli.run import one_off_suites
 from service.core.config import get_settings
 from service.core.db import session_scope
 from service.core.errors import RoofwatchError
@@ -37,6 +39,8 @@ class CompareRequest:
     min_rounds: int | None = None
     max_rounds: int | None = None
     wait: bool = True
+    suites_file: Path | None = None  # one-off suites (TOML), not stored, as for `run`
+    suites_from: str | None = None
 
 
 def execute(request: CompareRequest, console: Console) -> tuple[int, dict[str, Any] | None]:
@@ -51,7 +55,8 @@ def execute(request: CompareRequest, console: Console) -> tuple[int, dict[str, A
         mirror, source = mirror_and_source(repository, settings.mirrors_dir)
         base_sha, head_sha = checkout.resolve(source, request.base), checkout.resolve(source, request.head)
         infos = [checkout.commit_info(mirror, sha) for sha in (base_sha, head_sha)]
-    except RoofwatchError as exc:
+        one_off = one_off_suites(request.suites_file, request.suites_from, source)
+    except (RoofwatchError, OSError) as exc:
         console.print(f"[bold red]error:[/] {exc}")
         return 2, None
 
@@ -67,9 +72,9 @@ def execute(request: CompareRequest, console: Console) -> tuple[int, dict[str, A
         # The revision asked for as the base, so the dashboard's rendering of the PR comment names it.
         comparison.details = {**comparison.details, "base_ref": request.base}
         session.add(comparison)
-        job = ab_job_for(comparison, repo_row, base, head, str(settings.data_dir), settings.suite_timeout,
-                         settings.output_limit, request.max_rounds or settings.ab_max_rounds,
-                         request.min_rounds or settings.ab_min_rounds)
+        job = replace(ab_job_for(comparison, repo_row, base, head, str(settings.data_dir), settings.suite_timeout,
+                                 settings.output_limit, request.max_rounds or settings.ab_max_rounds,
+                                 request.min_rounds or settings.ab_min_rounds), **one_off)
 
     queue = queue_name(device.device_class)
     mode = "in-process" if settings.embedded else f"queue {queue}"

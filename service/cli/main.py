@@ -262,6 +262,10 @@ def compare(
     max_rounds: Annotated[int | None, typer.Option("--max-rounds", min=3, help="cap for inconclusive ones")] = None,
     format_: Annotated[str, typer.Option("--format", help="table | json")] = "table",
     wait: Annotated[bool, typer.Option("--wait/--no-wait", help="with a broker: wait for the verdict")] = True,
+    suites: Annotated[Path | None, typer.Option(
+        "--suites", help="one-off: suites from this TOML file (same tables as pyproject.toml), not stored")] = None,
+    suites_from: Annotated[str | None, typer.Option(
+        "--suites-from", help="backfill: every suite with suite_paths runs with those paths taken from REF")] = None,
 ) -> None:
     """Interleaved A/B of BASE and HEAD on this machine's device; a verdict per benchmark.
 
@@ -272,7 +276,7 @@ def compare(
 
     prepare_database()
     out = err if format_ == "json" else console
-    code, data = execute(CompareRequest(repo, base, head, min_rounds, max_rounds, wait), out)
+    code, data = execute(CompareRequest(repo, base, head, min_rounds, max_rounds, wait, suites, suites_from), out)
     if data is not None:
         if format_ == "json":
             sys.stdout.write(json.dumps(data, indent=2) + "\n")

@@ -62,15 +62,15 @@ def select_commits(source_repo: Path, request: RunRequest) -> list[str]:
     return list(dict.fromkeys(shas))
 
 
-def one_off_suites(request: RunRequest, source_repo: Path) -> dict[str, Any]:
-    """Job fields for ``--suites FILE`` and ``--suites-from REF`` (checked here, before anything runs)."""
+def one_off_suites(suites_file: Path | None, suites_from: str | None, source_repo: Path) -> dict[str, Any]:
+    """Job fields (a run's or an A/B's) for ``--suites FILE`` and ``--suites-from REF``, checked before anything runs."""
     fields: dict[str, Any] = {}
-    if request.suites_file is not None:
-        text = request.suites_file.read_text(encoding="utf-8")
+    if suites_file is not None:
+        text = suites_file.read_text(encoding="utf-8")
         parse_suites_file(text)
-        fields |= {"suites_toml": text, "suites_label": f"--suites {request.suites_file.name}"}
-    if request.suites_from:
-        fields["suites_from"] = checkout.resolve(source_repo, request.suites_from)
+        fields |= {"suites_toml": text, "suites_label": f"--suites {suites_file.name}"}
+    if suites_from:
+        fields["suites_from"] = checkout.resolve(source_repo, suites_from)
     return fields
 
 
@@ -88,7 +88,7 @@ def execute(request: RunRequest, console: Console, report: Report | None = None)
         shas = select_commits(source, request)
         # In branch order (first-parent position, never dates): each commit is analysed after the ones before it.
         infos = sorted((checkout.commit_info(mirror, sha) for sha in shas), key=lambda i: i.position)
-        one_off = one_off_suites(request, source)
+        one_off = one_off_suites(request.suites_file, request.suites_from, source)
     except (RoofwatchError, OSError) as exc:
         console.print(f"[bold red]error:[/] {exc}")
         return 2
