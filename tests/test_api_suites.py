@@ -116,3 +116,12 @@ def test_the_next_run_uses_the_version_put_through_the_api(client: TestClient, r
     with session_scope() as session:
         run = session.get(Run, row["run"])
         assert run is not None and run.suites_source == "stored suites v1 (from-ci.toml) (the commit declares no suites)"
+
+
+def test_credentials_in_a_stored_config_are_never_shown(client: TestClient) -> None:
+    secret = "ghp_" + "a1B2" * 9
+    config = SUITES + f'suites_repo = "https://x-access-token:{secret}@github.com/acme/bench.git"\nsuite_paths = ["bench/"]\n'
+    stored = client.put(URL, content=config, headers=TOML)
+    assert stored.status_code == 201, stored.text
+    for body in (stored.text, client.get(URL).text):
+        assert secret not in body and "https://***@github.com/acme/bench.git" in body

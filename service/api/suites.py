@@ -1,6 +1,7 @@
 """``/api/repositories/{owner}/{name}/suites``: a repository's stored suite config and its versions.
 
-``GET`` shows the version in force and every earlier one; ``PUT`` (bearer token) keeps a new
+``GET`` shows the version in force and every earlier one (credentials in URLs and GitHub tokens
+masked); ``PUT`` (bearer token) keeps a new
 version, validated exactly as ``roofwatch repo set-suites`` validates a file. The body is the
 TOML itself (any content type but JSON; ``?origin=`` names it) or the JSON form
 ``{"content": "<TOML>", "origin": "suites.toml"}``.
@@ -21,6 +22,7 @@ from service.core.models import Repository, SuiteConfig
 from service.records.suite_configs import store
 from workers.errors import SuiteConfigError
 from workers.external_suites import parse_suites_file
+from workers.redaction import redact
 
 router = APIRouter(prefix="/api", tags=["api"])
 
@@ -80,12 +82,13 @@ def _repository(session: Session, owner: str, name: str) -> Repository:
 def _stored(session: Session, repository: Repository) -> StoredSuites:
     rows = session.exec(select(SuiteConfig).where(SuiteConfig.repository_id == repository.id)
                         .order_by(col(SuiteConfig.version))).all()
-    versions = [SuiteVersion(version=r.version, origin=r.origin, created_at=r.created_at, content=r.content)
-                for r in rows]
+    # Unauthenticated like every GET: a suites_repo URL may carry a token, never shown.
+    versions = [SuiteVersion(version=r.version, origin=redact(r.origin), created_at=r.created_at,
+                             content=redact(r.content)) for r in rows]
     if not versions:
         return StoredSuites(repository=repository.full_name, current=None)
     try:
-        parsed = parse_suites_file(versions[-1].content)
+        parsed = parse_suites_file(rows[-1].content)
     except SuiteConfigError:  # stored under an older, looser check: shown as it is, without a summary
         return StoredSuites(repository=repository.full_name, current=versions[-1], versions=versions)
     return StoredSuites(repository=repository.full_name, current=versions[-1], override=parsed.override,
