@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from workers import sandbox
+from roofwatch.workers import sandbox
 
 SECRETS = {
     "ROOFWATCH_GITHUB_TOKEN": "ghs_roofwatch_secret",
@@ -162,7 +162,7 @@ def test_suite_dies_with_the_process_that_started_it(tmp_path: Path) -> None:
         f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(600)\n")
     script = tmp_path / "worker.py"
     script.write_text(
-        "from pathlib import Path\nfrom workers import sandbox\n"
+        "from pathlib import Path\nfrom roofwatch.workers import sandbox\n"
         f"sandbox.run(['python', 'suite.py'], Path({str(tmp_path)!r}), sandbox.scrubbed_env(), 600, 1000)\n")
     parent = subprocess.Popen([sys.executable, str(script)], cwd=Path(__file__).resolve().parents[1],
                               env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
