@@ -25,7 +25,7 @@ from roofwatch.service.core.models import Change, Commit, Measurement, Repositor
 from roofwatch.service.flows.measure import job_for, submit
 from roofwatch.service.records.changes import shown
 from roofwatch.service.records.repositories import mirror_and_source, resolve_repository
-from roofwatch.service.records.runs import create_run, measured_on, upsert_commit
+from roofwatch.service.records.runs import create_run, find_commit, measured_on, upsert_commit
 from roofwatch.workers import checkout
 from roofwatch.workers.device import probe, queue_name
 from roofwatch.workers.external_suites import parse_suites_file
@@ -164,8 +164,7 @@ def _runs_for(infos: list[checkout.CommitInfo], repository_id: int, fingerprint:
     rows: list[dict[str, object]] = []
     with session_scope() as session:
         for info in infos:
-            commit = session.exec(select(Commit).where(
-                Commit.repository_id == repository_id, Commit.sha == info.sha)).first()
+            commit = find_commit(session, repository_id, info.sha)
             if commit is None:
                 continue
             run = session.exec(select(Run).where(Run.commit_id == commit.id)
