@@ -108,11 +108,13 @@ def command(argv: list[str], isolation: Isolation, binary: str = "bwrap", cwd: P
         args += ["--tmpfs", str(path)]
     for device in isolation.devices:
         args += ["--dev-bind-try", str(device), str(device)]
-    for path in isolation.private:
-        args += ["--size", str(isolation.private_size), "--perms", "0700", "--tmpfs", str(path)]
     args += _ro(isolation.readable)
     for path in isolation.writable:
         args += ["--bind", str(path), str(path)]
+    # After the writable binds: HOME and TMPDIR lie inside the writable result folder, whose bind
+    # would otherwise cover them with the host's folders, on disk and without the size cap.
+    for path in isolation.private:
+        args += ["--size", str(isolation.private_size), "--perms", "0700", "--tmpfs", str(path)]
     # Read-only only now: the worktree's mount point inside a hidden data dir had to be made first.
     for path in hidden:
         args += ["--remount-ro", str(path)]
