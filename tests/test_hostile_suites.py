@@ -20,7 +20,7 @@ from hostile_repo import ATTACK, Bait, attack_report, attacker_repo, daemons, su
 from sample_repo import commit, init
 from tests_support import roofwatch
 
-from workers import bubblewrap
+from roofwatch.workers import bubblewrap
 
 MIB = 1 << 20
 SECRETS = {"ROOFWATCH_GITHUB_TOKEN": "ghp_hostileTestToken0123456789abcdefABCD",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from workers import sandbox
+from roofwatch.workers import sandbox
 
 SECRETS = {
     "ROOFWATCH_GITHUB_TOKEN": "ghs_roofwatch_secret",
@@ -180,7 +180,7 @@ def test_suite_dies_with_the_process_that_started_it(tmp_path: Path) -> None:
 
 def test_private_home_is_in_memory_and_capped_inside_a_writable_folder(tmp_path: Path) -> None:
     """HOME lies inside the writable result folder; the folder's bind must not replace it with the host's."""
-    from workers import bubblewrap
+    from roofwatch.workers import bubblewrap
 
     bubblewrap.check()
     scratch = tmp_path / "scratch"

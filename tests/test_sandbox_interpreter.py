@@ -19,7 +19,7 @@ from pathlib import Path
 
 from sample_repo import commit, init
 
-from workers import bubblewrap
+from roofwatch.workers import bubblewrap
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,7 +51,7 @@ timeout = 120
 # Runs under the virtualenv's interpreter: one worker job per data dir, the envelopes on stdout.
 DRIVER = r'''
 import json, os, sys
-from workers.runner import Job, run_job
+from roofwatch.workers.runner import Job, run_job
 
 envelopes = []
 for number, (data_dir, clone_url, sha) in enumerate(json.loads(sys.argv[1]), start=1):
