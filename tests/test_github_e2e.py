@@ -251,22 +251,65 @@ def test_read_and_triage_collaborators_cannot_approve(app_client: TestClient, fa
     assert fake_github.violations == []
 
 
+@pytest.mark.parametrize("role", ["write", "admin"])
 def test_the_author_cannot_approve_their_own_fork_pull_request(app_client: TestClient, fake_github: FakeGitHub,
                                                                kernels_repo: dict[str, str],
-                                                               shared_corpus: Path) -> None:
+                                                               shared_corpus: Path, role: str) -> None:
     """Even with write access: the code of a fork is looked at by someone other than who wrote it."""
     shas = kernels_repo
     deliver(app_client, "pull_request", _fork_pull(shared_corpus, "opened", 43, shas["fix"], shas["docs"]))
     _settle()
     fake_github.add_pull(REPO, 43, head_sha=shas["fix"], head_ref="feature", base_ref="main", base_sha=shas["docs"],
                          head_repo_full_name="stranger/kernels", user="stranger", author_association="NONE")
-    fake_github.set_permission(REPO, "stranger", "admin")
+    fake_github.set_permission(REPO, "stranger", role)
     own = comment_payload(shared_corpus, REPO, 43, "/roofwatch run", association="COLLABORATOR", login="stranger")
     assert deliver(app_client, "issue_comment", own).json()["outcome"] == "accepted"
     _settle()
     assert _detail_of_last_delivery() == "approval refused: @stranger wrote this pull request and cannot approve it"
     assert _runs() == []
     assert fake_github.calls("repos/get-collaborator-permission-level") == []  # refused before asking
+    assert _phases(fake_github.statuses(REPO, shas["fix"])) == ["waiting"]
+    assert fake_github.comments(REPO, 43) == []
+    assert fake_github.violations == []
+
+
+def test_a_maintain_collaborator_approves_the_head_they_saw_and_not_the_next(
+        app_client: TestClient, fake_github: FakeGitHub, kernels_repo: dict[str, str], shared_corpus: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """GitHub answers the maintain role with ``permission: write`` (``role_name: maintain``): it approves.
+    A push after the approval waits again."""
+    from roofwatch.service.core.config import get_settings
+
+    # What is under test is who may approve, not the A/B: the fewest rounds it allows.
+    monkeypatch.setenv("ROOFWATCH_AB_MIN_ROUNDS", "2")
+    monkeypatch.setenv("ROOFWATCH_AB_MAX_ROUNDS", "2")
+    get_settings.cache_clear()
+    shas = kernels_repo
+    fake_github.set_permission(REPO, "keeper", "maintain")
+    assert deliver(app_client, "pull_request", _fork_pull(shared_corpus, "opened", 47, shas["fix"],
+                                                          shas["docs"])).status_code == 202
+    _settle()
+    fake_github.add_pull(REPO, 47, head_sha=shas["fix"], head_ref="feature", base_ref="main", base_sha=shas["docs"],
+                         head_repo_full_name="stranger/kernels", user="stranger", author_association="NONE")
+    approval = comment_payload(shared_corpus, REPO, 47, "/roofwatch run", association="COLLABORATOR", login="keeper")
+    assert deliver(app_client, "issue_comment", approval).json()["outcome"] == "accepted"
+    _settle()
+
+    assert _detail_of_last_delivery().endswith("(approved by @keeper)")
+    [asked] = fake_github.calls("repos/get-collaborator-permission-level")
+    assert asked.path == f"/repos/{REPO}/collaborators/keeper/permission" and asked.status == 200
+    assert _runs() == [(47, shas["fix"])]  # the approved head ran
+    shown = _phases(fake_github.statuses(REPO, shas["fix"]))
+    assert shown[0] == "waiting" and shown[-1] == "success" and _in_order(shown, ["waiting", "queued", "running", "success"])
+    (report,) = fake_github.comments(REPO, 47)
+    assert MARKER in report["body"] and shas["fix"][:7] in report["body"]
+
+    synchronize = _fork_pull(shared_corpus, "synchronize", 47, shas["bug"], shas["docs"])
+    assert deliver(app_client, "pull_request", synchronize).status_code == 202
+    _settle()
+    assert _runs() == [(47, shas["fix"])]  # the new head did not run on the old approval
+    assert _phases(fake_github.statuses(REPO, shas["bug"])) == ["waiting"]
+    assert len(fake_github.calls("repos/get-collaborator-permission-level")) == 1
     assert fake_github.violations == []
 
 

@@ -176,3 +176,23 @@ def test_suite_dies_with_the_process_that_started_it(tmp_path: Path) -> None:
     while is_alive(suite) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not is_alive(suite), "the suite outlived the worker that started it"
+
+
+def test_private_home_is_in_memory_and_capped_inside_a_writable_folder(tmp_path: Path) -> None:
+    """HOME lies inside the writable result folder; the folder's bind must not replace it with the host's."""
+    from roofwatch.workers import bubblewrap
+
+    bubblewrap.check()
+    scratch = tmp_path / "scratch"
+    (scratch / "home").mkdir(parents=True)
+    isolation = bubblewrap.Isolation(writable=(scratch,), private=(scratch / "home",), private_size=1 << 20,
+                                     devices=())
+    code = ("import errno, os\n"
+            "try:\n"
+            f"    open({str(scratch / 'home' / 'filler')!r}, 'wb').write(b'x' * (4 << 20))\n"
+            "except OSError as exc:\n"
+            "    print(errno.errorcode[exc.errno])\n")
+    done = sandbox.run(["python", "-c", code], scratch, sandbox.scrubbed_env(), 30, 10_000,
+                       sandbox.Confinement(isolation=isolation))
+    assert done.output.strip() == "ENOSPC", done.output
+    assert list((scratch / "home").iterdir()) == []  # nothing reached the host's folder

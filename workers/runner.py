@@ -206,6 +206,8 @@ def suite_confinement(tree: Path, scratch: Path, cache: Path, setup: bool, netwo
             readable=() if setup else (cache,),
             private=(scratch / "home", scratch / "tmp"),
             network=network, private_size=settings.suite_private_size,
+            # Other runs' worktrees and results, should the interpreter's folder hold them.
+            hidden=(settings.data_dir.resolve(), Path(tempfile.gettempdir()).resolve()),
         )
     return sandbox.Confinement(
         user=settings.suite_user, memory_limit=settings.suite_memory_limit,
