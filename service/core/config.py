@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Annotated, Literal
 
-from pydantic import field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
 from workers.settings import DEFAULT_DATA_DIR, WorkerSettings
@@ -46,7 +46,10 @@ class Settings(WorkerSettings):
     approval_label: str = "roofwatch:approved"
     status_context: str = "roofwatch"
     # GitHub caps webhook payloads at 25 MB; anything larger is not from GitHub.
-    webhook_max_bytes: int = 25 * 1024 * 1024
+    webhook_max_bytes: int = Field(default=25 * 1024 * 1024, ge=1)
+    # Webhook bodies read at once, before their signature is known; more are answered 503. Each
+    # keeps at most 1 MiB in memory while it is read; the rest waits in a temporary file.
+    webhook_max_concurrent: int = Field(default=8, ge=1)
     # The device class whose queue webhook-triggered runs go to when a broker is configured
     # (embedded mode measures on this machine's device).
     pr_device_class: str | None = None
