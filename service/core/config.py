@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
+from workers.redaction import remember_secrets
 from workers.settings import DEFAULT_DATA_DIR, WorkerSettings
 
 __all__ = ["DEFAULT_DATA_DIR", "Settings", "get_settings"]
@@ -112,4 +113,8 @@ class Settings(WorkerSettings):
 
 @lru_cache
 def get_settings() -> Settings:
-    return Settings()
+    settings = Settings()
+    # From here on, these values are masked wherever roofwatch writes text (logs included).
+    remember_secrets(settings.github_webhook_secret, settings.github_token, settings.api_token,
+                     settings.github_app_private_key)
+    return settings
