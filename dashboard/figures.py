@@ -10,7 +10,7 @@ from typing import Any
 
 import plotly.io as pio
 
-from dashboard.metrics import Metric
+from roofwatch.dashboard.metrics import Metric
 
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
 

@@ -2,7 +2,7 @@
 
 The Markdown is the same roofwatch posts on GitHub. Its renderer lives with the GitHub code,
 which the dashboard does not import; the application hands it over when it mounts the pages
-(``dashboard.routes.mount(app, render_comment=...)``), and the page turns the Markdown into HTML
+(``roofwatch.dashboard.routes.mount(app, render_comment=...)``), and the page turns the Markdown into HTML
 with markdown-it-py (CommonMark plus GitHub's tables). Raw HTML is let through because the
 comment's own ``<details>`` fold needs it; everything a pull request controls is already fenced
 in code spans or blocks by the renderer, so it arrives escaped.

@@ -1,7 +1,7 @@
 """Dashboard pages: each lives in ``dashboard/pages``; this module mounts them and plotly.js.
 
 Pages only read (the changes page's triage buttons write through the token-guarded JSON API):
-they query through ``service.records.queries``, ``dashboard.queries`` and ``dashboard.roofline_queries``.
+they query through ``roofwatch.service.records.queries``, ``roofwatch.dashboard.queries`` and ``roofwatch.dashboard.roofline_queries``.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import plotly
 from fastapi import FastAPI
 from fastapi.responses import FileResponse
 
-from dashboard.pages import benchmark, changes, compare, compiled, overview, roofline, run
-from dashboard.pr_comment import CommentRenderer
+from roofwatch.dashboard.pages import benchmark, changes, compare, compiled, overview, roofline, run
+from roofwatch.dashboard.pr_comment import CommentRenderer
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 PAGES = (overview, run, compare, benchmark, roofline, changes, compiled)

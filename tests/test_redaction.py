@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from workers.redaction import redact, redact_json, split_credentials
+from roofwatch.workers.redaction import redact, redact_json, split_credentials
 
 TOKEN = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
 
@@ -30,8 +30,8 @@ def test_split_credentials_keeps_the_url_usable() -> None:
 
 
 def test_unauthenticated_repository_list_hides_clone_url_tokens(seeded_app) -> None:  # type: ignore[no-untyped-def]
-    from service.core.db import session_scope
-    from service.records.repositories import register
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.records.repositories import register
 
     with session_scope() as session:
         register(session, "acme/secret", f"https://x-access-token:{TOKEN}@github.com/acme/secret.git")
@@ -59,7 +59,7 @@ def test_redact_more_shapes(text: str, expected: str) -> None:
 
 def test_configured_secrets_are_masked_by_value_once_the_settings_are_read(roofwatch_env,  # type: ignore[no-untyped-def]
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    from service.core.config import get_settings
+    from roofwatch.service.core.config import get_settings
 
     secret = "correct-horse-battery-staple-0451"
     monkeypatch.setenv("ROOFWATCH_GITHUB_WEBHOOK_SECRET", secret)
@@ -80,7 +80,7 @@ def test_log_lines_never_carry_credentials(fmt: str) -> None:
     import io
     import logging
 
-    from workers.logs import configure_logging
+    from roofwatch.workers.logs import configure_logging
 
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
@@ -110,11 +110,11 @@ def test_what_a_suite_printed_is_stored_redacted(roofwatch_env) -> None:  # type
 
     from sqlmodel import select
 
-    from service.core.db import migrate, session_scope
-    from service.core.models import Commit, Repository, Run, SuiteExecution, TestOutcome
-    from service.records.runs import create_run
-    from service.tasks import ingest
-    from workers.envelope import ENVELOPE_VERSION
+    from roofwatch.service.core.db import migrate, session_scope
+    from roofwatch.service.core.models import Commit, Repository, Run, SuiteExecution, TestOutcome
+    from roofwatch.service.records.runs import create_run
+    from roofwatch.service.tasks import ingest
+    from roofwatch.workers.envelope import ENVELOPE_VERSION
 
     migrate()
     with session_scope() as session:
@@ -157,11 +157,11 @@ def test_nothing_posted_to_github_carries_a_credential(roofwatch_env, fake_githu
     from conftest import _reset_caches
     from sqlmodel import select
 
-    from service.core.db import migrate, session_scope
-    from service.core.models import GitHubReport
-    from service.github import outbox, reporting
-    from service.github.comment import Summary
-    from service.records.repositories import register
+    from roofwatch.service.core.db import migrate, session_scope
+    from roofwatch.service.core.models import GitHubReport
+    from roofwatch.service.github import outbox, reporting
+    from roofwatch.service.github.comment import Summary
+    from roofwatch.service.records.repositories import register
 
     monkeypatch.setenv("ROOFWATCH_GITHUB_TOKEN", fake_github.STATIC_TOKEN)
     monkeypatch.setenv("ROOFWATCH_GITHUB_API_URL", fake_github.url)
@@ -198,12 +198,12 @@ def test_a_push_from_a_repository_with_a_credentialed_clone_url_leaks_nothing(  
     from github_support import SECRET, deliver, example
     from sqlmodel import select
 
-    from service.api import background
-    from service.api.app import create_app
-    from service.core.db import migrate, session_scope
-    from service.core.models import WebhookDelivery
-    from service.github import reporter
-    from service.records.repositories import register
+    from roofwatch.service.api import background
+    from roofwatch.service.api.app import create_app
+    from roofwatch.service.core.db import migrate, session_scope
+    from roofwatch.service.core.models import WebhookDelivery
+    from roofwatch.service.github import reporter
+    from roofwatch.service.records.repositories import register
 
     for name, value in {"GITHUB_WEBHOOK_SECRET": SECRET, "GITHUB_TOKEN": fake_github.STATIC_TOKEN,
                         "GITHUB_API_URL": fake_github.url}.items():

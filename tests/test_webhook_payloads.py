@@ -18,8 +18,8 @@ from fastapi.testclient import TestClient
 from github_support import SECRET, deliver, example
 from sqlmodel import select
 
-from service.api import background
-from service.github.signature import sign
+from roofwatch.service.api import background
+from roofwatch.service.github.signature import sign
 
 REPO = "Codertocat/Hello-World"
 Edit = Callable[[dict[str, Any]], Any]
@@ -31,9 +31,9 @@ def client(roofwatch_env: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
 
     monkeypatch.setenv("ROOFWATCH_GITHUB_WEBHOOK_SECRET", SECRET)
     _reset_caches()
-    from service.api.app import create_app
-    from service.core.db import migrate, session_scope
-    from service.records.repositories import register
+    from roofwatch.service.api.app import create_app
+    from roofwatch.service.core.db import migrate, session_scope
+    from roofwatch.service.records.repositories import register
 
     migrate()
     empty = tmp_path / "empty-mirror"
@@ -46,8 +46,8 @@ def client(roofwatch_env: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
 
 
 def _deliveries() -> list[tuple[str, str, str, str]]:
-    from service.core.db import session_scope
-    from service.core.models import WebhookDelivery
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.core.models import WebhookDelivery
 
     with session_scope() as session:
         return [(d.event, d.action, d.outcome, d.detail) for d in session.exec(select(WebhookDelivery)).all()]
@@ -153,10 +153,10 @@ def test_the_largest_values_github_may_send_are_accepted(database_url: str, shar
     monkeypatch.delenv("ROOFWATCH_BROKER_URL", raising=False)
     monkeypatch.setenv("ROOFWATCH_GITHUB_WEBHOOK_SECRET", SECRET)
     _reset_caches()
-    from service.api.app import create_app
-    from service.core.db import migrate, session_scope
-    from service.core.models import Repository
-    from service.records.repositories import register
+    from roofwatch.service.api.app import create_app
+    from roofwatch.service.core.db import migrate, session_scope
+    from roofwatch.service.core.models import Repository
+    from roofwatch.service.records.repositories import register
 
     migrate()
     name = f"acme/large-{uuid.uuid4().hex[:8]}"
@@ -185,7 +185,7 @@ def test_an_unknown_event_with_an_odd_action_is_recorded_cleanly(client: TestCli
 def test_a_background_failure_records_the_outcome(client: TestClient, shared_corpus: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """A bug in handling an accepted delivery leaves 'failed' with a reason, not 'accepted' forever."""
-    from service.flows import github_events
+    from roofwatch.service.flows import github_events
 
     def broken(event: str, data: dict[str, Any]) -> str:
         raise OverflowError("Python int too large to convert to SQLite INTEGER")

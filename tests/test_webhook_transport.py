@@ -24,8 +24,8 @@ from fastapi.testclient import TestClient
 from github_support import SECRET, deliver, example
 from sqlmodel import select
 
-from service.api import background
-from service.github.signature import sign
+from roofwatch.service.api import background
+from roofwatch.service.github.signature import sign
 
 MAX_BYTES = 16 * 1024 * 1024
 MAX_CONCURRENT = 2
@@ -48,8 +48,8 @@ class Served:
 
 
 def _deliveries() -> list[tuple[str, str]]:
-    from service.core.db import session_scope
-    from service.core.models import WebhookDelivery
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.core.models import WebhookDelivery
 
     with session_scope() as session:
         return [(d.delivery_id, d.outcome) for d in session.exec(select(WebhookDelivery)).all()]
@@ -71,8 +71,8 @@ def served(roofwatch_env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Ser
     monkeypatch.setenv("ROOFWATCH_WEBHOOK_MAX_BYTES", str(MAX_BYTES))
     monkeypatch.setenv("ROOFWATCH_WEBHOOK_MAX_CONCURRENT", str(MAX_CONCURRENT))
     _reset_caches()
-    from service.api.app import create_app
-    from service.core.db import migrate
+    from roofwatch.service.api.app import create_app
+    from roofwatch.service.core.db import migrate
 
     migrate()
     app = create_app()
@@ -215,9 +215,9 @@ def client(roofwatch_env: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
 
     monkeypatch.setenv("ROOFWATCH_GITHUB_WEBHOOK_SECRET", SECRET)
     _reset_caches()
-    from service.api.app import create_app
-    from service.core.db import migrate, session_scope
-    from service.records.repositories import register
+    from roofwatch.service.api.app import create_app
+    from roofwatch.service.core.db import migrate, session_scope
+    from roofwatch.service.records.repositories import register
 
     migrate()
     empty = tmp_path / "empty-mirror"

@@ -4,13 +4,13 @@
 context — set with ``log_context(run_id=12)``, and by Celery's ``task_prerun`` / ``task_postrun``
 for every task — onto each record, so a line logged anywhere below (the runner, the sandbox,
 SQLAlchemy) carries it without being passed ids. Another takes secrets out of every line,
-message and traceback alike (``workers.redaction``: credentials in URLs, token shapes, the
+message and traceback alike (``roofwatch.workers.redaction``: credentials in URLs, token shapes, the
 configured secrets). The context lives in a ``contextvars`` variable:
 it follows the code through calls and eager tasks, never leaks across threads or past its block.
 
 ``ROOFWATCH_LOG_FORMAT=json`` gives one object per line for a log shipper::
 
-    {"ts": "2025-05-01T12:00:03.412000+00:00", "level": "INFO", "logger": "workers.tasks",
+    {"ts": "2025-05-01T12:00:03.412000+00:00", "level": "INFO", "logger": "roofwatch.workers.tasks",
      "message": "run 12: measuring acme/kernels@3f2a…", "run_id": 12, "task_name": "roofwatch.run_commit", …}
 
 so ``jq 'select(.run_id == 12)'`` over the logs of every host follows one run from the webhook to
@@ -32,7 +32,7 @@ from celery import signals
 from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
 
-from workers.redaction import RedactingFilter
+from roofwatch.workers.redaction import RedactingFilter
 
 LogFormat = Literal["text", "json"]
 
@@ -87,7 +87,7 @@ class ContextFilter(logging.Filter):
 
 
 class TextFormatter(logging.Formatter):
-    """``2025-05-01T12:00:03.412Z INFO    workers.tasks: run 12: measuring …  run=12 task=roofwatch.run_commit``."""
+    """``2025-05-01T12:00:03.412Z INFO    roofwatch.workers.tasks: run 12: measuring …  run=12 task=roofwatch.run_commit``."""
 
     converter = time.gmtime  # type: ignore[assignment]  # hosts in several time zones: their lines line up in UTC
     default_time_format = "%Y-%m-%dT%H:%M:%S"

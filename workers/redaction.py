@@ -9,7 +9,7 @@ so when it reads its settings). Redacting is idempotent.
 
 Where it is applied: ``redact_json`` on everything published to GitHub (the outbox), ``redact``
 on what a run, comparison or delivery records, and ``RedactingFilter`` on roofwatch's log
-handler (``workers.logs``).
+handler (``roofwatch.workers.logs``).
 """
 
 from __future__ import annotations

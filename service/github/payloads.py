@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from service.core.errors import PayloadError
+from roofwatch.service.core.errors import PayloadError
 
 ZERO_SHA = "0" * 40
 # GitHub's payloads nest about 8 levels; the JSON decoder recurses once per level.
