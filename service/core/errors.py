@@ -12,6 +12,7 @@
      ├── IngestError                  an envelope that cannot be stored (unknown run, foreign version)
      ├── TriageError                  an unknown change or triage state
      ├── PullRequestError             a pull request that cannot be measured
+     ├── PayloadError                 a signed webhook body that is not a JSON object roofwatch can read
      ├── CsvHistoryError              an external history (``roofwatch changepoints --csv``) that cannot be read
      ├── UploadFormatError            an uploaded result file that cannot be read (format, JSON, fields)
      ├── UploadError                  an upload that cannot be stored (unknown SHA, missing base, device mismatch)
@@ -37,7 +38,7 @@ from roofwatch.workers.errors import (
 )
 
 __all__ = [
-    "CalibrationError", "CheckoutError", "CsvHistoryError", "GitHubError", "IngestError", "PullRequestError",
+    "CalibrationError", "CheckoutError", "CsvHistoryError", "GitHubError", "IngestError", "PayloadError", "PullRequestError",
     "RemoteUnreachable", "ResultFileError", "RetryableGitHubError", "RoofwatchError", "SandboxUnavailable", "SuiteConfigError",
     "TriageError", "UnknownRepository", "UnknownRevision", "UploadError", "UploadFormatError",
     "ArtifactLookupError", "DemoError",
@@ -54,6 +55,10 @@ class TriageError(RoofwatchError, ValueError):
 
 class PullRequestError(RoofwatchError):
     """The pull request cannot be measured (unfetchable repository, missing commit)."""
+
+
+class PayloadError(RoofwatchError, ValueError):
+    """A webhook body that is not JSON, nests too deep, or holds a number no GitHub payload has."""
 
 
 class CsvHistoryError(RoofwatchError):

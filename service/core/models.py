@@ -34,7 +34,8 @@ class Repository(SQLModel, table=True):
     # "maintainers-only": fork / outside-collaborator PRs wait for a maintainer's approval.
     trust_policy: str = "maintainers-only"
     # GitHub App installation that covers this repository (from webhooks); None in token mode.
-    installation_id: int | None = None
+    # GitHub ids are 64-bit.
+    installation_id: int | None = Field(default=None, sa_type=BigInteger)
     # The operator's switch: this repository's suites may reach the network (setup always may).
     suite_network: bool = False
     created_at: datetime = Field(default_factory=utcnow)

@@ -22,6 +22,7 @@ from roofwatch.service.records.ingest import IngestError, upsert_benchmark, upse
 from roofwatch.service.records.roofline import fraction_of_roofline, peaks_for
 from roofwatch.workers.ab import ABJob, paired_rounds
 from roofwatch.workers.envelope import ENVELOPE_VERSION, ABEnvelope, MeasurementRecord, RoundRecord
+from roofwatch.workers.redaction import redact_json
 
 
 def create_comparison(session: Session, repository: Repository, base: Commit, head: Commit, key: str,
@@ -52,7 +53,7 @@ def parse_ab_envelope(data: dict[str, object]) -> ABEnvelope:
     if data.get("version") != ENVELOPE_VERSION or data.get("kind") != "ab":
         raise IngestError(f"not an A/B envelope of version {ENVELOPE_VERSION}: "
                           f"version={data.get('version')!r} kind={data.get('kind')!r}")
-    return ABEnvelope.model_validate(data)
+    return ABEnvelope.model_validate(redact_json(data))
 
 
 def ingest_ab(session: Session, envelope: ABEnvelope) -> Comparison:
