@@ -58,9 +58,9 @@ CORRECTNESS = """\
 import pytest
 import torch
 
-import roofwatch.dashboard
+import dashboard
 import kernels
-import roofwatch.service
+import service
 import suites
 from kernels.scale import scale
 from roofwatch.testing import assert_close, assert_guard_intact, poisoned_output, record_errors, tolerance_for
