@@ -121,7 +121,7 @@ def _series_traces(s: Series, x_of: dict[int, int], keep_commits: set[int], metr
     common: dict[str, Any] = {
         "type": "scattergl" if len(shown) > WEBGL_ABOVE else "scatter",
         "x": [x_of[p["commit_id"]] for p in points], "customdata": [p["run_id"] for p in points],
-        "legendgroup": s.name, "mode": "lines+markers" if len(shown) <= 300 else "lines",
+        "legendgroup": plotly_text(s.name), "mode": "lines+markers" if len(shown) <= 300 else "lines",
         # One colour per series in both panels, so its % of roofline reads as the same line.
         "line": {"color": color, "dash": "dash" if s.baseline else "solid"},
     }
