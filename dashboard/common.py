@@ -10,9 +10,9 @@ import plotly
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
-from dashboard.escaping import script_json
-from dashboard.figures import PLOT_CONFIG
-from service.api.security_headers import csp_nonce
+from roofwatch.dashboard.escaping import script_json
+from roofwatch.dashboard.figures import PLOT_CONFIG
+from roofwatch.service.api.security_headers import csp_nonce
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from dashboard.escaping import plotly_text
+from roofwatch.dashboard.escaping import plotly_text
 
 BASE_COLOR = "#6e7781"
 HEAD_COLOR = "#0969da"

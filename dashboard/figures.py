@@ -10,8 +10,8 @@ from typing import Any
 import plotly.io as pio
 from markupsafe import Markup
 
-from dashboard.escaping import plotly_text
-from dashboard.metrics import Metric
+from roofwatch.dashboard.escaping import plotly_text
+from roofwatch.dashboard.metrics import Metric
 
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
 

@@ -2,7 +2,7 @@
 
 The Markdown is the same roofwatch posts on GitHub. Its renderer lives with the GitHub code,
 which the dashboard does not import; the application hands it over when it mounts the pages
-(``dashboard.routes.mount(app, render_comment=...)``), and the page turns the Markdown into HTML
+(``roofwatch.dashboard.routes.mount(app, render_comment=...)``), and the page turns the Markdown into HTML
 with markdown-it-py (CommonMark plus GitHub's tables). Everything a pull request controls is
 fenced in code spans or blocks by the renderer, so it arrives escaped. Raw HTML is let through
 only for what the comment itself writes (its ``<details>`` fold and its hidden marker); any other

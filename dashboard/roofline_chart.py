@@ -15,9 +15,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from dashboard.escaping import plotly_text
-from service.records.roofline import bound_of, compute_roof
-from suites.roofline import Bound, Peaks, RooflineError
+from roofwatch.dashboard.escaping import plotly_text
+from roofwatch.roofline import Bound, Peaks, RooflineError
+from roofwatch.service.records.roofline import bound_of, compute_roof
 
 # Colours by dtype, so one kernel's fp16 and fp32 variants read as related but distinct.
 DTYPE_COLORS = {"fp32": "#1f77b4", "tf32": "#17becf", "fp16": "#ff7f0e", "bf16": "#d62728", "fp8": "#9467bd"}

@@ -2,7 +2,7 @@
 dashboard's own scripts and stylesheet (``dashboard/static``: pages carry no inline script or style).
 
 Pages only read (the changes page's triage buttons write through the token-guarded JSON API):
-they query through ``service.records.queries``, ``dashboard.queries`` and ``dashboard.roofline_queries``.
+they query through ``roofwatch.service.records.queries``, ``roofwatch.dashboard.queries`` and ``roofwatch.dashboard.roofline_queries``.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from fastapi import FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
-from dashboard.common import PLOTLY_JS
-from dashboard.pages import benchmark, changes, compare, compiled, overview, roofline, run
-from dashboard.pr_comment import CommentRenderer
+from roofwatch.dashboard.common import PLOTLY_JS
+from roofwatch.dashboard.pages import benchmark, changes, compare, compiled, overview, roofline, run
+from roofwatch.dashboard.pr_comment import CommentRenderer
 
 STATIC = Path(__file__).parent / "static"
 PAGES = (overview, run, compare, benchmark, roofline, changes, compiled)

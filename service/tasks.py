@@ -14,22 +14,22 @@ from celery.result import AsyncResult
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, select
 
-from service.core.config import get_settings
-from service.core.db import session_scope
-from service.core.models import TERMINAL_STATES, Commit, Comparison, Repository, Run, WebhookDelivery, utcnow
-from service.flows import github_events as events
-from service.flows import main_branch, nightly
-from service.flows import pull_request as pull_requests
-from service.flows import push as pushes
-from service.flows.dispatch import RUN_TASK_PREFIX
-from service.github import outbox, reporting
-from service.records.comparisons import ingest_ab as ingest_ab_envelope
-from service.records.comparisons import parse_ab_envelope
-from service.records.ingest import ingest_envelope, parse_envelope, upsert_device
-from workers import redelivery
-from workers.celery_app import app
-from workers.envelope import DeviceInfo
-from workers.errors import RoofwatchError
+from roofwatch.service.core.config import get_settings
+from roofwatch.service.core.db import session_scope
+from roofwatch.service.core.models import TERMINAL_STATES, Commit, Comparison, Repository, Run, WebhookDelivery, utcnow
+from roofwatch.service.flows import github_events as events
+from roofwatch.service.flows import main_branch, nightly
+from roofwatch.service.flows import pull_request as pull_requests
+from roofwatch.service.flows import push as pushes
+from roofwatch.service.flows.dispatch import RUN_TASK_PREFIX
+from roofwatch.service.github import outbox, reporting
+from roofwatch.service.records.comparisons import ingest_ab as ingest_ab_envelope
+from roofwatch.service.records.comparisons import parse_ab_envelope
+from roofwatch.service.records.ingest import ingest_envelope, parse_envelope, upsert_device
+from roofwatch.workers import redelivery
+from roofwatch.workers.celery_app import app
+from roofwatch.workers.envelope import DeviceInfo
+from roofwatch.workers.errors import RoofwatchError
 
 log = logging.getLogger(__name__)
 

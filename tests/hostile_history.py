@@ -12,8 +12,8 @@ from typing import Any
 
 from sqlmodel import Session
 
-from service.core.db import make_engine, migrate
-from service.core.models import (
+from roofwatch.service.core.db import make_engine, migrate
+from roofwatch.service.core.models import (
     Benchmark,
     Change,
     Commit,

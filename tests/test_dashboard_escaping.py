@@ -30,15 +30,15 @@ from hostile_history import (
     build,
 )
 
-from dashboard.common import TEMPLATES
-from dashboard.distribution_chart import distribution_figure
-from dashboard.escaping import plotly_text, script_json
-from dashboard.figures import Series, benchmark_figure
-from dashboard.metrics import Metric
-from dashboard.pages.compiled import history_figure
-from dashboard.pr_comment import comment_html
-from dashboard.roofline_chart import KernelPoint, roofline_figure
-from suites.roofline import CacheRoof, Peaks
+from roofwatch.dashboard.common import TEMPLATES
+from roofwatch.dashboard.distribution_chart import distribution_figure
+from roofwatch.dashboard.escaping import plotly_text, script_json
+from roofwatch.dashboard.figures import Series, benchmark_figure
+from roofwatch.dashboard.metrics import Metric
+from roofwatch.dashboard.pages.compiled import history_figure
+from roofwatch.dashboard.pr_comment import comment_html
+from roofwatch.dashboard.roofline_chart import KernelPoint, roofline_figure
+from roofwatch.roofline import CacheRoof, Peaks
 
 HOSTILE = [*NAMES.values(), LINK, SHAPE, IMPL, SUITE, TEST_ID, MESSAGE, TITLE, AUTHOR, SPECIALIZATION, KERNEL]
 
@@ -117,7 +117,7 @@ def test_benchmark_figure_escapes_names_titles_changes_and_units() -> None:
 
 
 def test_benchmark_figure_with_webgl_traces_escapes_too(monkeypatch: pytest.MonkeyPatch) -> None:
-    from dashboard import figures
+    from roofwatch.dashboard import figures
 
     monkeypatch.setattr(figures, "WEBGL_ABOVE", 1)
     points = [_point(i) for i in range(3)]
@@ -199,7 +199,7 @@ def client(hostile_db: tuple[str, dict[str, Any]], monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("ROOFWATCH_DATABASE_URL", hostile_db[0])
     monkeypatch.setenv("ROOFWATCH_DATA_DIR", str(tmp_path))
     _reset_caches()
-    from service.api.app import create_app
+    from roofwatch.service.api.app import create_app
 
     yield TestClient(create_app())
     _reset_caches()

@@ -19,7 +19,7 @@ import pytest
 from hostile_repo import Bait, attack_report, attacker_repo, daemons, victim_repo, victim_report
 from tests_support import roofwatch
 
-from workers import bubblewrap
+from roofwatch.workers import bubblewrap
 
 MIB = 1 << 20
 SECRETS = {"ROOFWATCH_GITHUB_TOKEN": "ghp_hostileTestToken0123456789abcdefABCD",

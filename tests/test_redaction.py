@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from workers.redaction import redact, split_credentials
+from roofwatch.workers.redaction import redact, split_credentials
 
 TOKEN = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
 
@@ -30,8 +30,8 @@ def test_split_credentials_keeps_the_url_usable() -> None:
 
 
 def test_unauthenticated_repository_list_hides_clone_url_tokens(seeded_app) -> None:  # type: ignore[no-untyped-def]
-    from service.core.db import session_scope
-    from service.records.repositories import register
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.records.repositories import register
 
     with session_scope() as session:
         register(session, "acme/secret", f"https://x-access-token:{TOKEN}@github.com/acme/secret.git")

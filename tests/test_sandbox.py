@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from workers import sandbox
+from roofwatch.workers import sandbox
 
 SECRETS = {
     "ROOFWATCH_GITHUB_TOKEN": "ghs_roofwatch_secret",

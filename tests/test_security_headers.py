@@ -25,7 +25,7 @@ from hostile_history import LINK, NAMES, build
 from test_dashboard_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, page  # noqa: F401  (fixture)
 from test_dashboard_escaping import page_paths
 
-from service.api.security_headers import content_security_policy
+from roofwatch.service.api.security_headers import content_security_policy
 
 
 def _directives(policy: str) -> dict[str, list[str]]:
@@ -43,7 +43,7 @@ def app(hostile_db: tuple[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("ROOFWATCH_DATABASE_URL", hostile_db[0])
     monkeypatch.setenv("ROOFWATCH_DATA_DIR", str(tmp_path))
     _reset_caches()
-    from service.api.app import create_app
+    from roofwatch.service.api.app import create_app
 
     yield create_app()
     _reset_caches()
@@ -232,7 +232,7 @@ def webgl_page():  # type: ignore[no-untyped-def]
 @pytest.mark.browser
 def test_webgl_charts_get_unsafe_eval_and_only_they(app: FastAPI, ids: dict[str, Any], webgl_page,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    from dashboard import figures
+    from roofwatch.dashboard import figures
 
     path = f"/benchmarks/{ids['benchmarks']['comment']}"
     client = TestClient(app)

@@ -17,8 +17,8 @@ from sample_repo import commit, init
 from sqlmodel import func, select
 from tests_support import roofwatch
 
-from service.github import reporter
-from service.records.upload_formats import UploadFormatError, read_results
+from roofwatch.service.github import reporter
+from roofwatch.service.records.upload_formats import UploadFormatError, read_results
 
 REPO = "acme/legacy-kernels"
 TOKEN = "upload-token"
@@ -116,9 +116,9 @@ def upload_client(roofwatch_env: Path, fake_github: FakeGitHub, legacy_repo: dic
                         "API_TOKEN": TOKEN, "PUBLIC_URL": "http://roofwatch.test"}.items():
         monkeypatch.setenv(f"ROOFWATCH_{name}", value)
     _reset_caches()
-    from service.api.app import create_app
-    from service.core.db import migrate, session_scope
-    from service.records.repositories import register
+    from roofwatch.service.api.app import create_app
+    from roofwatch.service.core.db import migrate, session_scope
+    from roofwatch.service.records.repositories import register
 
     migrate()
     with session_scope() as session:
@@ -133,8 +133,8 @@ def _post(client: TestClient, path: Path, token: str = TOKEN, **params: object):
 
 
 def _counts() -> tuple[int, int]:
-    from service.core.db import session_scope
-    from service.core.models import Measurement, Run
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.core.models import Measurement, Run
 
     with session_scope() as session:
         return (session.exec(select(func.count()).select_from(Run)).one(),

@@ -9,7 +9,7 @@ shuffled within each pair (seeded by the comparison, so a rerun repeats it): a s
 A B, B A, A B … puts the head in process slots 2, 3, 6, 7, …, which a neighbour that loads the
 machine every fourth process would slow every single round.
 
-After ``min_rounds`` the worker asks ``service.analysis.abtest`` (pure numbers, no database)
+After ``min_rounds`` the worker asks ``roofwatch.service.analysis.abtest`` (pure numbers, no database)
 whether every benchmark has a verdict; inconclusive ones get more rounds up to
 ``max_rounds``. The result is an ``ABEnvelope``; like every envelope it holds no credentials.
 """
@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from service.analysis import abtest
-from workers import checkout
-from workers.device import probe
-from workers.envelope import ABEnvelope, CommitRecord, DeviceInfo, RoundRecord, SuiteResult
-from workers.errors import CheckoutError, SuiteConfigError
-from workers.runner import run_suite
-from workers.suite_config import SuiteSpec, load_suites
+from roofwatch.service.analysis import abtest
+from roofwatch.workers import checkout
+from roofwatch.workers.device import probe
+from roofwatch.workers.envelope import ABEnvelope, CommitRecord, DeviceInfo, RoundRecord, SuiteResult
+from roofwatch.workers.errors import CheckoutError, SuiteConfigError
+from roofwatch.workers.runner import run_suite
+from roofwatch.workers.suite_config import SuiteSpec, load_suites
 
 log = logging.getLogger(__name__)
 

@@ -20,9 +20,9 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from workers import checkout
-from workers.errors import SuiteConfigError, UnknownRevision
-from workers.suite_config import SuiteSpec, load_suites, roofwatch_table, suites_in
+from roofwatch.workers import checkout
+from roofwatch.workers.errors import SuiteConfigError, UnknownRevision
+from roofwatch.workers.suite_config import SuiteSpec, load_suites, roofwatch_table, suites_in
 
 
 @dataclass(frozen=True)

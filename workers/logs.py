@@ -8,7 +8,7 @@ it follows the code through calls and eager tasks, never leaks across threads or
 
 ``ROOFWATCH_LOG_FORMAT=json`` gives one object per line for a log shipper::
 
-    {"ts": "2025-05-01T12:00:03.412000+00:00", "level": "INFO", "logger": "workers.tasks",
+    {"ts": "2025-05-01T12:00:03.412000+00:00", "level": "INFO", "logger": "roofwatch.workers.tasks",
      "message": "run 12: measuring acme/kernels@3f2a…", "run_id": 12, "task_name": "roofwatch.run_commit", …}
 
 so ``jq 'select(.run_id == 12)'`` over the logs of every host follows one run from the webhook to
@@ -83,7 +83,7 @@ class ContextFilter(logging.Filter):
 
 
 class TextFormatter(logging.Formatter):
-    """``2025-05-01T12:00:03.412Z INFO    workers.tasks: run 12: measuring …  run=12 task=roofwatch.run_commit``."""
+    """``2025-05-01T12:00:03.412Z INFO    roofwatch.workers.tasks: run 12: measuring …  run=12 task=roofwatch.run_commit``."""
 
     converter = time.gmtime  # type: ignore[assignment]  # hosts in several time zones: their lines line up in UTC
     default_time_format = "%Y-%m-%dT%H:%M:%S"

@@ -13,16 +13,16 @@ from urllib.parse import urlencode
 from fastapi import FastAPI, HTTPException, Path, Query, Request
 from fastapi.responses import HTMLResponse
 
-from dashboard import figures, metrics
-from dashboard import queries as dq
-from dashboard.common import TEMPLATES, chart_json
-from dashboard.figures import Series, benchmark_figure
-from dashboard.filters import Filters, FiltersDep
-from service.analysis.compiled import for_tests
-from service.api.deps import SessionDep
-from service.api.security_headers import allow_unsafe_eval
-from service.core.models import Benchmark, Repository
-from service.records import compiled_artifacts
+from roofwatch.dashboard import figures, metrics
+from roofwatch.dashboard import queries as dq
+from roofwatch.dashboard.common import TEMPLATES, chart_json
+from roofwatch.dashboard.figures import Series, benchmark_figure
+from roofwatch.dashboard.filters import Filters, FiltersDep
+from roofwatch.service.analysis.compiled import for_tests
+from roofwatch.service.api.deps import SessionDep
+from roofwatch.service.api.security_headers import allow_unsafe_eval
+from roofwatch.service.core.models import Benchmark, Repository
+from roofwatch.service.records import compiled_artifacts
 
 ImplQuery = Annotated[list[str] | None, Query(description="baseline implementations to add to the chart")]
 

@@ -11,13 +11,13 @@ from typing import Annotated, Any
 from fastapi import FastAPI, HTTPException, Path, Query, Request
 from fastapi.responses import HTMLResponse
 
-from dashboard.common import TEMPLATES, chart_json
-from dashboard.distribution_chart import distribution_figure
-from dashboard.pr_comment import CommentRenderer, comment_html
-from service.api.deps import SessionDep
-from service.core.links import compare_url
-from service.core.models import Commit, Comparison, Repository, Run
-from service.records.comparisons import comparison_report, results_of
+from roofwatch.dashboard.common import TEMPLATES, chart_json
+from roofwatch.dashboard.distribution_chart import distribution_figure
+from roofwatch.dashboard.pr_comment import CommentRenderer, comment_html
+from roofwatch.service.api.deps import SessionDep
+from roofwatch.service.core.links import compare_url
+from roofwatch.service.core.models import Commit, Comparison, Repository, Run
+from roofwatch.service.records.comparisons import comparison_report, results_of
 
 # Drawn without being asked: the verdicts a reader wants explained. Capped so that a comparison
 # of a thousand noisy benchmarks does not make the browser draw a thousand charts.

@@ -12,13 +12,13 @@ from typing import Annotated, Any
 from fastapi import FastAPI, HTTPException, Path, Query, Request
 from fastapi.responses import HTMLResponse
 
-from dashboard.common import TEMPLATES, chart_json
-from dashboard.escaping import plotly_text
-from service.analysis.compiled import diff
-from service.api.deps import SessionDep
-from service.core.models import Commit, Repository
-from service.records import compiled_artifacts
-from service.records.compiled_artifacts import HistoryPoint
+from roofwatch.dashboard.common import TEMPLATES, chart_json
+from roofwatch.dashboard.escaping import plotly_text
+from roofwatch.service.analysis.compiled import diff
+from roofwatch.service.api.deps import SessionDep
+from roofwatch.service.core.models import Commit, Repository
+from roofwatch.service.records import compiled_artifacts
+from roofwatch.service.records.compiled_artifacts import HistoryPoint
 
 RepositoryId = Annotated[int, Path(ge=0, le=2**63 - 1)]
 # What the history chart plots, one panel each: (field, axis title).

@@ -13,11 +13,11 @@ from typing import Annotated, Any
 from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse
 
-from dashboard import queries as dq
-from dashboard.common import TEMPLATES, chart_json
-from dashboard.filters import FiltersDep, choices
-from dashboard.roofline_chart import KernelPoint, fraction, moved, ridge_points, roofline_figure
-from dashboard.roofline_queries import (
+from roofwatch.dashboard import queries as dq
+from roofwatch.dashboard.common import TEMPLATES, chart_json
+from roofwatch.dashboard.filters import FiltersDep, choices
+from roofwatch.dashboard.roofline_chart import KernelPoint, fraction, moved, ridge_points, roofline_figure
+from roofwatch.dashboard.roofline_queries import (
     AgainstError,
     RunRef,
     default_device,
@@ -27,8 +27,8 @@ from dashboard.roofline_queries import (
     runs_back,
     unplottable,
 )
-from service.api.deps import SessionDep
-from suites.roofline import Peaks
+from roofwatch.roofline import Peaks
+from roofwatch.service.api.deps import SessionDep
 
 DEFAULT_BACK = 10  # runs between the latest and the default earlier point: a few days of pushes
 MOVES_SHOWN = 15

@@ -10,17 +10,17 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from sqlalchemy import text
 
-from dashboard.routes import mount as mount_dashboard
-from service.api import docs
-from service.api.deps import SessionDep
-from service.api.metrics import router as metrics_router
-from service.api.routes import router as api_router
-from service.api.security_headers import SecurityHeaders
-from service.api.uploads import router as upload_router
-from service.api.webhooks import router as webhook_router
-from service.core.config import get_settings
-from service.github import reporter
-from service.github.comment import comment_for
+from roofwatch.dashboard.routes import mount as mount_dashboard
+from roofwatch.service.api import docs
+from roofwatch.service.api.deps import SessionDep
+from roofwatch.service.api.metrics import router as metrics_router
+from roofwatch.service.api.routes import router as api_router
+from roofwatch.service.api.security_headers import SecurityHeaders
+from roofwatch.service.api.uploads import router as upload_router
+from roofwatch.service.api.webhooks import router as webhook_router
+from roofwatch.service.core.config import get_settings
+from roofwatch.service.github import reporter
+from roofwatch.service.github.comment import comment_for
 
 REPORT_SWEEP_S = 60.0
 REPORT_SHUTDOWN_WAIT_S = 10.0

@@ -20,13 +20,13 @@ from pydantic import ValidationError
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
-from service.api import background
-from service.core.config import get_settings
-from service.core.db import session_scope
-from service.core.models import WebhookDelivery
-from service.flows import github_events as events
-from service.github import signature
-from service.github.payloads import EVENT_MODELS
+from roofwatch.service.api import background
+from roofwatch.service.core.config import get_settings
+from roofwatch.service.core.db import session_scope
+from roofwatch.service.core.models import WebhookDelivery
+from roofwatch.service.flows import github_events as events
+from roofwatch.service.github import signature
+from roofwatch.service.github.payloads import EVENT_MODELS
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +117,7 @@ def _accept(event: str, delivery_id: str, data: dict[str, Any]) -> JSONResponse:
 
 
 def _enqueue(event: str, delivery_id: str, data: dict[str, Any]) -> None:
-    from service.tasks import handle_github_event
+    from roofwatch.service.tasks import handle_github_event
 
     if get_settings().embedded:
         background.submit(handle_github_event.apply, (event, delivery_id, data))

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 from pydantic import field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
-from workers.settings import DEFAULT_DATA_DIR, WorkerSettings
+from roofwatch.workers.settings import DEFAULT_DATA_DIR, WorkerSettings
 
 __all__ = ["DEFAULT_DATA_DIR", "Settings", "get_settings"]
 

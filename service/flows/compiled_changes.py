@@ -8,10 +8,10 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from service.analysis import lifecycle
-from service.analysis.compiled import Decision, binary_verdict, confirm_timing_change, diff
-from service.core.models import Change, Commit, Run
-from service.records import changes, compiled_artifacts
+from roofwatch.service.analysis import lifecycle
+from roofwatch.service.analysis.compiled import Decision, binary_verdict, confirm_timing_change, diff
+from roofwatch.service.core.models import Change, Commit, Run
+from roofwatch.service.records import changes, compiled_artifacts
 
 
 def flag(session: Session, run: Run, head_commit: Commit) -> list[int]:

@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 
 from sqlmodel import Session, col, select
 
-from service.analysis import history, lifecycle
-from service.analysis.correctness import FAILING
-from service.core.models import Benchmark, Change, Commit, Measurement, Run, TestOutcome
-from service.flows import compiled_changes, narrowing
-from service.records import changes
-from service.records.series import MAIN_BRANCH_TRIGGERS, benchmark_points, previous_run, test_outcomes
+from roofwatch.service.analysis import history, lifecycle
+from roofwatch.service.analysis.correctness import FAILING
+from roofwatch.service.core.models import Benchmark, Change, Commit, Measurement, Run, TestOutcome
+from roofwatch.service.flows import compiled_changes, narrowing
+from roofwatch.service.records import changes
+from roofwatch.service.records.series import MAIN_BRANCH_TRIGGERS, benchmark_points, previous_run, test_outcomes
 
 NUMERICS_DRIFT_FACTOR = 4.0  # error growth (two bits) that makes a numerics-drift change
 NUMERICS_ERROR_FLOOR = 1e-6  # errors below this are rounding noise, whatever the ratio

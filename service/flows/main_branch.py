@@ -16,20 +16,20 @@ from pathlib import Path
 
 from sqlmodel import Session, select
 
-from service.core.config import get_settings
-from service.core.db import session_scope
-from service.core.keys import bisect_key
-from service.core.models import Commit, Comparison, Device, Repository, Run
-from service.flows import confirmation, dispatch, narrowing
-from service.flows.confirmation import Confirm
-from service.flows.detection import AnalysisSummary, analyze_run
-from service.flows.measure import job_for, submit
-from service.flows.narrowing import Bisect
-from service.records.comparisons import ab_job_for, create_comparison
-from service.records.runs import create_run, upsert_commit
-from workers import checkout
-from workers.device import queue_name
-from workers.errors import RoofwatchError
+from roofwatch.service.core.config import get_settings
+from roofwatch.service.core.db import session_scope
+from roofwatch.service.core.keys import bisect_key
+from roofwatch.service.core.models import Commit, Comparison, Device, Repository, Run
+from roofwatch.service.flows import confirmation, dispatch, narrowing
+from roofwatch.service.flows.confirmation import Confirm
+from roofwatch.service.flows.detection import AnalysisSummary, analyze_run
+from roofwatch.service.flows.measure import job_for, submit
+from roofwatch.service.flows.narrowing import Bisect
+from roofwatch.service.records.comparisons import ab_job_for, create_comparison
+from roofwatch.service.records.runs import create_run, upsert_commit
+from roofwatch.workers import checkout
+from roofwatch.workers.device import queue_name
+from roofwatch.workers.errors import RoofwatchError
 
 log = logging.getLogger(__name__)
 

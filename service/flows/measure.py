@@ -10,11 +10,11 @@ from celery import Signature
 from celery.result import AsyncResult
 from sqlalchemy.orm import object_session
 
-from service.core.config import Settings
-from service.core.models import Commit, Repository, Run
-from service.flows import dispatch
-from service.records.suite_configs import current, label
-from workers.runner import Job
+from roofwatch.service.core.config import Settings
+from roofwatch.service.core.models import Commit, Repository, Run
+from roofwatch.service.flows import dispatch
+from roofwatch.service.records.suite_configs import current, label
+from roofwatch.workers.runner import Job
 
 
 def job_for(run: Run, repository: Repository, commit: Commit, settings: Settings) -> Job:

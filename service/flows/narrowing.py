@@ -23,10 +23,10 @@ from typing import Literal
 
 from sqlmodel import Session, col, select
 
-from service.analysis import lifecycle
-from service.analysis.correctness import FAILING
-from service.core.keys import bisect_key_prefix, starts_with
-from service.core.models import Change, Commit, Device, Measurement, Repository, Run, TestOutcome
+from roofwatch.service.analysis import lifecycle
+from roofwatch.service.analysis.correctness import FAILING
+from roofwatch.service.core.keys import bisect_key_prefix, starts_with
+from roofwatch.service.core.models import Change, Commit, Device, Measurement, Repository, Run, TestOutcome
 
 # A fixed change is still narrowed: which commit introduced a bug matters after it is fixed.
 BISECTED_STATES = ("new", "acknowledged", "fixed")

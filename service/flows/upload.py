@@ -25,10 +25,10 @@ from pathlib import Path
 
 from sqlmodel import Session, col, select
 
-from service.analysis import compare, lifecycle, single_runs
-from service.core.config import get_settings
-from service.core.errors import UnknownRepository, UnknownRevision, UploadError
-from service.core.models import (
+from roofwatch.service.analysis import compare, lifecycle, single_runs
+from roofwatch.service.core.config import get_settings
+from roofwatch.service.core.errors import UnknownRepository, UnknownRevision, UploadError
+from roofwatch.service.core.models import (
     Benchmark,
     Change,
     Commit,
@@ -40,13 +40,13 @@ from service.core.models import (
     Run,
     utcnow,
 )
-from service.flows.detection import analyze_run
-from service.records.ingest import ingest_envelope, upsert_benchmark, upsert_device
-from service.records.runs import upsert_commit
-from service.records.series import benchmark_points
-from service.records.upload_formats import ParsedResults, UploadFormatError, read_results
-from workers import checkout
-from workers.envelope import CommitRecord, DeviceInfo, Envelope, SuiteResult
+from roofwatch.service.flows.detection import analyze_run
+from roofwatch.service.records.ingest import ingest_envelope, upsert_benchmark, upsert_device
+from roofwatch.service.records.runs import upsert_commit
+from roofwatch.service.records.series import benchmark_points
+from roofwatch.service.records.upload_formats import ParsedResults, UploadFormatError, read_results
+from roofwatch.workers import checkout
+from roofwatch.workers.envelope import CommitRecord, DeviceInfo, Envelope, SuiteResult
 
 log = logging.getLogger(__name__)
 
@@ -240,8 +240,8 @@ def _compare_with_base(session: Session, repository: Repository, run: Run, base_
 
 def upload_and_report(request: UploadRequest) -> UploadOutcome:
     """Store the upload in one transaction; then, for a pull request, post its status and comment."""
-    from service.core.db import session_scope
-    from service.flows.pull_request import finish
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.flows.pull_request import finish
 
     with session_scope() as session:
         outcome = upload(session, request)

@@ -19,12 +19,12 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
-from service.core.config import Settings, get_settings
-from service.core.db import session_scope
-from service.core.errors import GitHubError
-from service.core.models import GitHubReport, Repository, utcnow
-from service.github.client import GitHubClient
-from service.github.comment import MARKER
+from roofwatch.service.core.config import Settings, get_settings
+from roofwatch.service.core.db import session_scope
+from roofwatch.service.core.errors import GitHubError
+from roofwatch.service.core.models import GitHubReport, Repository, utcnow
+from roofwatch.service.github.client import GitHubClient
+from roofwatch.service.github.comment import MARKER
 
 log = logging.getLogger(__name__)
 

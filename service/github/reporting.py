@@ -11,11 +11,11 @@ from typing import Any, Literal
 
 from sqlmodel import Session
 
-from service.core import task_queue
-from service.core.config import get_settings
-from service.core.models import Repository
-from service.github import outbox, reporter
-from service.github.comment import Summary
+from roofwatch.service.core import task_queue
+from roofwatch.service.core.config import get_settings
+from roofwatch.service.core.models import Repository
+from roofwatch.service.github import outbox, reporter
+from roofwatch.service.github.comment import Summary
 
 log = logging.getLogger(__name__)
 

@@ -10,9 +10,10 @@ from sqlalchemy import update as sa_update
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlmodel import Session, col, select
 
-from service.core.errors import IngestError
-from service.core.fingerprint import benchmark_fingerprint
-from service.core.models import (
+from roofwatch.roofline import Peaks, RooflineError
+from roofwatch.service.core.errors import IngestError
+from roofwatch.service.core.fingerprint import benchmark_fingerprint
+from roofwatch.service.core.models import (
     TERMINAL_STATES,
     Benchmark,
     Commit,
@@ -24,10 +25,9 @@ from service.core.models import (
     TestOutcome,
     utcnow,
 )
-from service.records import compiled_artifacts
-from service.records.roofline import fraction_of_roofline, peaks_for
-from suites.roofline import Peaks, RooflineError
-from workers.envelope import ENVELOPE_VERSION, DeviceInfo, Envelope, MeasurementRecord
+from roofwatch.service.records import compiled_artifacts
+from roofwatch.service.records.roofline import fraction_of_roofline, peaks_for
+from roofwatch.workers.envelope import ENVELOPE_VERSION, DeviceInfo, Envelope, MeasurementRecord
 
 LOG_EXCERPT_LIMIT = 8000
 LOOKUP_BATCH = 500

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from sqlmodel import Session, col, select
 
-from service.core.models import Commit, Device, Repository, Run
-from workers.checkout import CommitInfo
+from roofwatch.service.core.models import Commit, Device, Repository, Run
+from roofwatch.workers.checkout import CommitInfo
 
 
 def upsert_commit(session: Session, repository: Repository, info: CommitInfo) -> Commit:
