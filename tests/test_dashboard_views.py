@@ -330,8 +330,9 @@ def test_changes_lists_open_ones_first_with_actions(client: TestClient, ids: dic
     assert re.findall(r'data-state="(\w+)"', row)[1:] == ["acknowledged", "expected", "invalid", "fixed", "new"]
     assert 'data-state="new" disabled' in row  # the current state is not offered again
     # The token lives in sessionStorage and is sent as a bearer header, never in a URL or a cookie.
-    assert "sessionStorage" in response.text and '"Authorization": "Bearer "' in response.text
-    assert "document.cookie" not in response.text and 'name="token' not in response.text
+    assert '<script src="/static/changes.js"' in response.text and 'name="token' not in response.text
+    script = client.get("/static/changes.js").text
+    assert "sessionStorage" in script and '"Authorization": "Bearer "' in script and "document.cookie" not in script
     assert 'id="writes-disabled"' in response.text  # no ROOFWATCH_API_TOKEN in this server's environment
     failure = response.text.split(f'id="change-{changes["failure"]}"')[1].split("</tr>")[0]
     assert "test_softmax_rows" in failure and "aaaaaaaa..bbbbbbbb" in failure and "/benchmarks/" not in failure

@@ -11,9 +11,11 @@ from fastapi import FastAPI
 from sqlalchemy import text
 
 from roofwatch.dashboard.routes import mount as mount_dashboard
+from roofwatch.service.api import docs
 from roofwatch.service.api.deps import SessionDep
 from roofwatch.service.api.metrics import router as metrics_router
 from roofwatch.service.api.routes import router as api_router
+from roofwatch.service.api.security_headers import SecurityHeaders
 from roofwatch.service.api.uploads import router as upload_router
 from roofwatch.service.api.webhooks import router as webhook_router
 from roofwatch.service.core.config import get_settings
@@ -54,7 +56,10 @@ async def lifespan(_: FastAPI) -> AsyncIterator[None]:
 
 
 def create_app() -> FastAPI:
-    app = FastAPI(title="roofwatch", summary="Performance-regression CI for GPU kernels", lifespan=lifespan)
+    # /docs is served from local assets (service/api/docs.py); ReDoc and the OAuth2 redirect page are off.
+    app = FastAPI(title="roofwatch", summary="Performance-regression CI for GPU kernels", lifespan=lifespan,
+                  docs_url=None, redoc_url=None, swagger_ui_oauth2_redirect_url=None)
+    app.add_middleware(SecurityHeaders)
     app.include_router(api_router)
     app.include_router(webhook_router)
     app.include_router(metrics_router)
@@ -65,5 +70,6 @@ def create_app() -> FastAPI:
         session.exec(text("SELECT 1"))  # type: ignore[call-overload]
         return {"status": "ok"}
 
+    docs.mount(app)
     mount_dashboard(app, render_comment=comment_for)
     return app
