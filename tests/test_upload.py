@@ -205,3 +205,27 @@ def test_the_cli_uploads_and_refuses_bad_input(roofwatch_env: Path, legacy_repo:
     gone = roofwatch(["upload", str(nvbench), "--repo", REPO, "--commit", "no-such-ref",
                       "--device-class", "Quadro GP100"], env, check=False)
     assert gone.returncode == 2 and "is not a commit of" in gone.stderr
+
+
+def test_an_uploaded_file_is_stored_redacted(roofwatch_env: Path, legacy_repo: dict[str, str],
+                                             shared_corpus: Path, tmp_path: Path) -> None:
+    """A team's result file is text from its CI: a token or a credentialed URL in it is never stored."""
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.core.models import Benchmark, Run
+
+    token = "ghp_" + "A1b2C3d4E5" * 4
+    data = json.loads((shared_corpus / "formats" / PDFMINER / "0001_baseline.json").read_text())
+    first = data["benchmarks"][0]
+    first["name"] = first["fullname"] = f"test_fetch[https://ci:{token}@git.example.com/acme.git]"
+    leaky = tmp_path / "leaky.json"
+    leaky.write_text(json.dumps(data))
+    env = {"ROOFWATCH_DATA_DIR": str(roofwatch_env)}
+    roofwatch(["repo", "add", REPO, "--clone-url", legacy_repo["path"]], env)
+    roofwatch(["upload", str(leaky), "--repo", REPO, "--commit", legacy_repo["base"],
+               "--device-class", "NVIDIA H100 80GB HBM3"], env)
+    with session_scope() as session:
+        names = [b.name for b in session.exec(select(Benchmark)).all()]
+        logs = [r.log_excerpt for r in session.exec(select(Run)).all()]
+    assert len(names) == len(data["benchmarks"])
+    assert any("https://***@git.example.com" in name for name in names)
+    assert token not in repr(names) + repr(logs)

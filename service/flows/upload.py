@@ -47,6 +47,7 @@ from roofwatch.service.records.series import benchmark_points
 from roofwatch.service.records.upload_formats import ParsedResults, UploadFormatError, read_results
 from roofwatch.workers import checkout
 from roofwatch.workers.envelope import CommitRecord, DeviceInfo, Envelope, SuiteResult
+from roofwatch.workers.redaction import redact_json
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +122,9 @@ def upload(session: Session, request: UploadRequest) -> UploadOutcome:
     result = SuiteResult(name=suite, kind="benchmark", status="passed",
                          reason=f"uploaded {parsed.format} results ({request.path.name})",
                          measurements=parsed.measurements)
+    # An uploaded file is text from a team's CI (benchmark names, params, context): it is
+    # stored and shown like a measured run's, so the same redaction applies on the way in.
+    result = SuiteResult.model_validate(redact_json(result.model_dump()))
     device = uploaded_device(device_class)
     if base_run is None:
         envelope = Envelope(run_id=run.id, idempotency_key=key, repository=repository.full_name,  # type: ignore[arg-type]
