@@ -247,3 +247,14 @@ def test_webgl_charts_get_unsafe_eval_and_only_they(app: FastAPI, ids: dict[str,
         assert webgl_page.locator("#benchmark-chart .gl-container canvas").count() > 0
         assert webgl_page.locator("#benchmark-chart .no-webgl").count() == 0
         watch.check(path)
+
+
+def test_a_crashing_route_still_answers_with_the_headers(app: FastAPI) -> None:
+    @app.get("/crash-for-test")
+    def crash() -> None:
+        raise RuntimeError("boom")
+
+    response = TestClient(app, raise_server_exceptions=False).get("/crash-for-test")
+    assert response.status_code == 500
+    assert response.headers["x-frame-options"] == "DENY"
+    assert "frame-ancestors 'none'" in response.headers["content-security-policy"]

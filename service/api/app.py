@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from sqlalchemy import text
+from starlette.types import ASGIApp
 
 from roofwatch.dashboard.routes import mount as mount_dashboard
 from roofwatch.service.api import docs
@@ -55,11 +56,17 @@ async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         reporter.drain(REPORT_SHUTDOWN_WAIT_S)
 
 
+class _App(FastAPI):
+    def build_middleware_stack(self) -> ASGIApp:
+        # Outside Starlette's ServerErrorMiddleware, so the plain-text 500 it answers with when
+        # a route crashes carries the security headers too.
+        return SecurityHeaders(super().build_middleware_stack())
+
+
 def create_app() -> FastAPI:
     # /docs is served from local assets (service/api/docs.py); ReDoc and the OAuth2 redirect page are off.
-    app = FastAPI(title="roofwatch", summary="Performance-regression CI for GPU kernels", lifespan=lifespan,
-                  docs_url=None, redoc_url=None, swagger_ui_oauth2_redirect_url=None)
-    app.add_middleware(SecurityHeaders)
+    app = _App(title="roofwatch", summary="Performance-regression CI for GPU kernels", lifespan=lifespan,
+               docs_url=None, redoc_url=None, swagger_ui_oauth2_redirect_url=None)
     app.include_router(api_router)
     app.include_router(webhook_router)
     app.include_router(metrics_router)
