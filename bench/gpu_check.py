@@ -2,7 +2,7 @@
 
     python -m bench.gpu_check [--out DIR] [--markdown FILE] [--skip-correctness]
 
-1. ``workers.calibrate`` measures the device's copy bandwidth and matmul FLOP/s per dtype.
+1. ``roofwatch.workers.calibrate`` measures the device's copy bandwidth and matmul FLOP/s per dtype.
 2. ``suites/correctness`` runs compiled on the device (no interpreter when a GPU is present).
 3. ``suites/benchmarks`` runs twice, in two separate processes, each writing standard
    pytest-benchmark JSON; roofwatch's own parser reads them back.
@@ -29,9 +29,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from suites.roofline import RooflineError, roofline_fraction
-from workers.envelope import MeasurementRecord
-from workers.results import parse_benchmark_json, parse_junit
+from roofwatch.roofline import RooflineError, roofline_fraction
+from roofwatch.workers.envelope import MeasurementRecord
+from roofwatch.workers.results import parse_benchmark_json, parse_junit
 
 ROOT = Path(__file__).resolve().parents[1]
 MEMORY_BOUND = ("copy", "add", "softmax", "rmsnorm", "layernorm", "swiglu", "rotary", "cross_entropy",
@@ -182,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import torch
 
-    from workers.calibrate import calibrate
+    from roofwatch.workers.calibrate import calibrate
 
     on_gpu = torch.cuda.is_available()
     console.print(f"[bold]1/4[/] calibrating {'cuda:0' if on_gpu else 'the CPU'}")

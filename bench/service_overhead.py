@@ -7,18 +7,18 @@
 Four measurements, on this repository and its own suites (``[[tool.roofwatch.suites]]`` in
 pyproject.toml):
 
-1. **Warm checkout.** ``workers.checkout.ensure_mirror`` on a mirror that is already cloned
-   (an incremental fetch that finds nothing new), then ``workers.checkout.worktree`` added at
+1. **Warm checkout.** ``roofwatch.workers.checkout.ensure_mirror`` on a mirror that is already cloned
+   (an incremental fetch that finds nothing new), then ``roofwatch.workers.checkout.worktree`` added at
    HEAD and removed. The cold clone is timed once, for context: from the path (git hardlinks
    the objects) and from a ``file://`` URL (git packs and sends them, as from a remote, less the
    network).
-2. **Per-commit overhead.** ``workers.runner.run_job`` on HEAD, as a GPU worker calls it (device
+2. **Per-commit overhead.** ``roofwatch.workers.runner.run_job`` on HEAD, as a GPU worker calls it (device
    probe included), against the warm mirror; overhead = the whole call − Σ the suites' own
    ``duration_s``, plus ingesting the envelope into PostgreSQL. Timing wrappers around the
    runner's steps split the overhead; they cost microseconds.
 3. **Ingest rate.** An envelope of ``--measurements`` pytest-benchmark results shaped like the
    benchmark suites' (names and params from parametrize ids, 20–200 samples, ``extra_info``
-   with flops, bytes, dtype, shape, impl, clock) stored by ``service.records.ingest.ingest_envelope``,
+   with flops, bytes, dtype, shape, impl, clock) stored by ``roofwatch.service.records.ingest.ingest_envelope``,
    each repeat into a fresh run. The first repeat also creates the series; the later ones
    extend them, as every run after the first does.
 4. **Webhook to worker start.** ``roofwatch serve`` and two ``roofwatch worker`` processes (one
@@ -70,16 +70,16 @@ from sqlalchemy.engine import Engine, make_url
 from sqlmodel import Session, select
 
 from bench.dashboard.workload import DTYPES, ELEMENT_BYTES, FLEET, IMPLS, OPS, Spec, noise_sigma, typical_seconds
-from service.core.db import make_engine, migrate, session_scope
-from service.core.models import TERMINAL_STATES, Commit, Repository, Run
-from service.github.signature import sign
-from service.records.ingest import ingest_envelope, parse_envelope
-from service.records.repositories import register
-from service.records.runs import create_run, upsert_commit
-from workers import checkout, runner, sandbox
-from workers.device import fingerprint, probe, queue_name
-from workers.envelope import DeviceInfo, Envelope, MeasurementRecord, SuiteResult
-from workers.runner import Job, run_job
+from roofwatch.service.core.db import make_engine, migrate, session_scope
+from roofwatch.service.core.models import TERMINAL_STATES, Commit, Repository, Run
+from roofwatch.service.github.signature import sign
+from roofwatch.service.records.ingest import ingest_envelope, parse_envelope
+from roofwatch.service.records.repositories import register
+from roofwatch.service.records.runs import create_run, upsert_commit
+from roofwatch.workers import checkout, runner, sandbox
+from roofwatch.workers.device import fingerprint, probe, queue_name
+from roofwatch.workers.envelope import DeviceInfo, Envelope, MeasurementRecord, SuiteResult
+from roofwatch.workers.runner import Job, run_job
 
 ROOT = Path(__file__).resolve().parents[1]
 ROOFWATCH = Path(sys.executable).parent / "roofwatch"
@@ -308,7 +308,7 @@ def benchmark_specs(count: int) -> list[Spec]:
 
 
 def measurement_record(spec: Spec, rng: np.random.Generator) -> MeasurementRecord:
-    """What ``workers.results.parse_benchmark_json`` makes of one pytest-benchmark entry of this series."""
+    """What ``roofwatch.workers.results.parse_benchmark_json`` makes of one pytest-benchmark entry of this series."""
     seconds = typical_seconds(spec, FLEET, rng)
     n = int(rng.choice(SAMPLE_COUNTS))
     samples = seconds * np.exp(rng.normal(0.0, noise_sigma(seconds, rng), n))
@@ -507,7 +507,7 @@ def push_payload(repository: str, clone_url: str, before: str, after: str) -> di
 
 # Worker log lines come in three shapes: roofwatch's JSON lines (``ROOFWATCH_LOG_FORMAT=json``, which
 # this script sets: "ts" in UTC to the microsecond), roofwatch's text lines
-# ("2025-05-01T12:00:03.412Z INFO    workers.tasks: run 12: …", UTC) and Celery's own default
+# ("2025-05-01T12:00:03.412Z INFO    roofwatch.workers.tasks: run 12: …", UTC) and Celery's own default
 # ("[2025-05-01 12:00:03,412: INFO/ForkPoolWorker-1] run 12: …", local time).
 TEXT_LINE = re.compile(r"^(?P<at>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})Z \w+\s+\S+: (?P<message>.*)$")
 CELERY_LINE = re.compile(r"^\[(?P<at>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}): \w+/[^\]]+\] (?P<message>.*)$")

@@ -1,21 +1,38 @@
-"""What every dashboard page shares: templates, figure serialisation."""
+"""What every dashboard page shares: templates, the chart payload."""
 
 from __future__ import annotations
 
-import json
+import re
 from pathlib import Path
+from typing import Any
 
+import plotly
 from fastapi.templating import Jinja2Templates
-from plotly.utils import PlotlyJSONEncoder
+from markupsafe import Markup
+
+from roofwatch.dashboard.escaping import script_json
+from roofwatch.dashboard.figures import PLOT_CONFIG
+from roofwatch.service.api.security_headers import csp_nonce
+
+PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+
+
+def plotly_style_ids(source: str) -> list[str]:
+    """Ids of the ``<style>`` elements plotly.js fills with CSS text when it loads, unless one exists.
+
+    plotly.js 4 bundles MapLibre and injects its stylesheet that way; the CSP blocks inline CSS
+    text, and the dashboard draws no maps, so base.html provides the (empty) elements instead.
+    """
+    return re.findall(r'if\(!document\.getElementById\("([\w-]+)"\)\)\{var \w+=document\.createElement\("style"\)',
+                      source)
+
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
+# base.html names the response's CSP nonce on the <style> elements plotly.js writes to.
+TEMPLATES.env.globals["csp_nonce"] = csp_nonce
+TEMPLATES.env.globals["plotly_style_ids"] = plotly_style_ids(PLOTLY_JS.read_text())
 
 
-def figure_json(figure: dict[str, object]) -> str:
-    return json.dumps(figure, cls=PlotlyJSONEncoder)
-
-
-def script_json(data: object) -> str:
-    """JSON to place inside ``<script type="application/json">``: ``</`` (say, in a commit title) is
-    written ``<\\/`` so it cannot close the script element; JSON parsers read it back as ``</``."""
-    return json.dumps(data, cls=PlotlyJSONEncoder).replace("</", "<\\/")
+def chart_json(figure: dict[str, Any]) -> Markup:
+    """A figure with its plot config, for ``<script type="application/json">``: static/dashboard.js draws it."""
+    return script_json({**figure, "config": PLOT_CONFIG})

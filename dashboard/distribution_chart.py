@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from roofwatch.dashboard.escaping import plotly_text
+
 BASE_COLOR = "#6e7781"
 HEAD_COLOR = "#0969da"
 WORSE_COLOR = "#cf222e"
@@ -67,6 +69,7 @@ def distribution_figure(base: Sequence[float], head: Sequence[float], unit: str 
     which pairs them) keeps its extra values in its box but has no line.
     """
     scale, shown_unit = time_scale([*base, *head], unit)
+    shown_unit = plotly_text(shown_unit)  # the benchmark's own unit when it is not seconds: the suite's text
     worse: list[tuple[int, float, float]] = []
     better: list[tuple[int, float, float]] = []
     for index, (b, h) in enumerate(zip(base, head)):

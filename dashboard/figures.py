@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from html import escape
 from typing import Any
 
 import plotly.io as pio
+from markupsafe import Markup
 
-from dashboard.metrics import Metric
+from roofwatch.dashboard.escaping import plotly_text
+from roofwatch.dashboard.metrics import Metric
 
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
 
@@ -27,16 +28,17 @@ SERIES_COLORS = ("#636efa", "#ab63fa", "#ffa15a", "#19d3f3", "#8c564b", "#ff97ff
 
 
 def sparkline_svg(values: Sequence[float | None], width: int = 120, height: int = 26,
-                  stroke: str = "#3b6fb6") -> str:
+                  stroke: str = "#3b6fb6") -> Markup:
     """An inline SVG polyline of ``values`` (oldest first), the latest point dotted; gaps skipped.
 
-    Plain markup, no script: a table of a thousand rows stays cheap to render.
+    Plain markup, no script: a table of a thousand rows stays cheap to render. Built from numbers
+    only, so it is :class:`~markupsafe.Markup` for the template.
     """
     known = [(i, v) for i, v in enumerate(values) if v is not None]
     head = (f'<svg class="spark" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
             f'viewBox="0 0 {width} {height}" role="img" aria-label="{len(known)} points">')
     if not known:
-        return head + "</svg>"
+        return Markup(head + "</svg>")
     low, high = min(v for _, v in known), max(v for _, v in known)
     span = (high - low) or 1.0
     step = (width - 4) / max(len(values) - 1, 1)
@@ -49,8 +51,8 @@ def sparkline_svg(values: Sequence[float | None], width: int = 120, height: int 
     coords = [xy(i, v) for i, v in known]
     line = " ".join(f"{x:.1f},{y:.1f}" for x, y in coords)
     x, y = coords[-1]
-    return (head + f'<polyline fill="none" stroke="{stroke}" stroke-width="1.5" points="{line}"/>'
-            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2" fill="{stroke}"/></svg>')
+    return Markup(head + f'<polyline fill="none" stroke="{stroke}" stroke-width="1.5" points="{line}"/>'
+                  f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2" fill="{stroke}"/></svg>')
 
 
 def decimate(values: Sequence[float | None], keep: Collection[int] = (), max_points: int = MAX_POINTS) -> list[int]:
@@ -104,9 +106,9 @@ def commit_axis(series: Sequence[Series]) -> list[dict[str, Any]]:
 
 def _hover(point: dict[str, Any], label: str) -> str:
     # Plotly reads hover text as HTML-ish markup: an author's "<me@example.com>" must stay text.
-    title = escape((point["title"] or "")[:80], quote=False)
-    author = escape(point["author"] or "", quote=False)
-    return f"<b>{point['sha'][:12]}</b> {title}<br>{author}<br>{escape(label, quote=False)}"
+    title = plotly_text((point["title"] or "")[:80])
+    author = plotly_text(point["author"] or "")
+    return f"<b>{plotly_text(point['sha'][:12])}</b> {title}<br>{author}<br>{plotly_text(label)}"
 
 
 def _series_traces(s: Series, x_of: dict[int, int], keep_commits: set[int], metric: Metric,
@@ -119,18 +121,19 @@ def _series_traces(s: Series, x_of: dict[int, int], keep_commits: set[int], metr
     common: dict[str, Any] = {
         "type": "scattergl" if len(shown) > WEBGL_ABOVE else "scatter",
         "x": [x_of[p["commit_id"]] for p in points], "customdata": [p["run_id"] for p in points],
-        "legendgroup": s.name, "mode": "lines+markers" if len(shown) <= 300 else "lines",
+        "legendgroup": plotly_text(s.name), "mode": "lines+markers" if len(shown) <= 300 else "lines",
         # One colour per series in both panels, so its % of roofline reads as the same line.
         "line": {"color": color, "dash": "dash" if s.baseline else "solid"},
     }
-    traces = [{**common, "name": s.name, "y": ys, "xaxis": "x", "yaxis": "y", "hoverinfo": "text", "hovertext": [
+    traces = [{**common, "name": plotly_text(s.name), "y": ys, "xaxis": "x", "yaxis": "y", "hoverinfo": "text", "hovertext": [
         _hover(p, f"{s.name}: {y:.4g} {metric.unit}" if y is not None else s.name) for p, y in zip(points, ys)]}]
     roofline = [None if p["roofline_fraction"] is None else 100 * p["roofline_fraction"] for p in points]
     if any(r is not None for r in roofline):
         # The commit is in the upper panel's hover; repeating it per point here would double the page.
-        traces.append({**common, "name": f"{s.name} % roofline", "y": roofline, "showlegend": False,
-                       "xaxis": "x2", "yaxis": "y2",
-                       "hovertemplate": f"%{{y:.1f}} % of roofline<extra>{escape(s.name, quote=False)}</extra>"})
+        # The name reaches the template through ``meta``: written into it, a "%{y}" in a name would be a field.
+        traces.append({**common, "name": plotly_text(f"{s.name} % roofline"), "y": roofline, "showlegend": False,
+                       "xaxis": "x2", "yaxis": "y2", "meta": plotly_text(s.name),
+                       "hovertemplate": "%{y:.1f} % of roofline<extra>%{meta}</extra>"})
     return traces, Drawn(s.name, len(shown), len(s.points))
 
 
@@ -160,7 +163,7 @@ def _change_marks(series: Sequence[Series], changes: Sequence[dict[str, Any]], x
                        "line": {"color": color, "width": 1, "dash": "dot" if triaged else "dash"},
                        "opacity": 0.5 if triaged else 0.9})
         annotations.append({"x": x, "y": 1, "xref": "x", "yref": "paper", "yanchor": "bottom", "showarrow": False,
-                            "text": label, "font": {"color": color, "size": 11}, "opacity": 0.6 if triaged else 1.0})
+                            "text": plotly_text(label), "font": {"color": color, "size": 11}, "opacity": 0.6 if triaged else 1.0})
         point, value = by_point.get((change["benchmark_id"], change["commit_id"]), (None, None))
         if point is None or value is None:
             continue
@@ -180,7 +183,7 @@ def _change_marks(series: Sequence[Series], changes: Sequence[dict[str, Any]], x
 def _ticks(commits: Sequence[dict[str, Any]], most: int = 12) -> tuple[list[int], list[str]]:
     step = max(1, -(-len(commits) // most))
     positions = list(range(0, len(commits), step))
-    return positions, [commits[i]["sha"][:7] for i in positions]
+    return positions, [plotly_text(commits[i]["sha"][:7]) for i in positions]
 
 
 @lru_cache(maxsize=1)
@@ -196,11 +199,12 @@ def _axes(panels: int, commits: Sequence[dict[str, Any]], metric: Metric) -> dic
     bottom = {**commit_axis, "title": {"text": "commit (oldest → newest)"}}
     if panels == 1:
         return {"xaxis": {**bottom, "anchor": "y"},
-                "yaxis": {"anchor": "x", "title": {"text": metric.axis_title}, "rangemode": "tozero"}}
+                "yaxis": {"anchor": "x", "title": {"text": plotly_text(metric.axis_title)}, "rangemode": "tozero"}}
     return {
         "xaxis": {**commit_axis, "anchor": "y", "matches": "x2", "showticklabels": False},
         "xaxis2": {**bottom, "anchor": "y2"},
-        "yaxis": {"anchor": "x", "domain": [0.345, 1.0], "title": {"text": metric.axis_title}, "rangemode": "tozero"},
+        "yaxis": {"anchor": "x", "domain": [0.345, 1.0], "title": {"text": plotly_text(metric.axis_title)},
+                  "rangemode": "tozero"},
         "yaxis2": {"anchor": "x2", "domain": [0.0, 0.295], "title": {"text": "% of roofline"}, "rangemode": "tozero"},
     }
 

@@ -15,7 +15,7 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 from sqlmodel.sql.expression import SelectOfScalar
 
-from service.core.models import Benchmark, Repository
+from roofwatch.service.core.models import Benchmark, Repository
 
 FIELDS = ("repo", "suite", "kernel", "dtype", "shape", "device")
 

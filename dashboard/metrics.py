@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any, Literal
 
-from service.core.models import Benchmark
+from roofwatch.service.core.models import Benchmark
 
 Kind = Literal["flops", "bytes", "time", "raw"]
 

@@ -17,9 +17,9 @@ from sqlalchemy import ColumnElement, func
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
-from dashboard.filters import Filters
-from service.core.models import Benchmark, Change, Commit, Measurement, Repository, Run
-from service.records.changes import shown
+from roofwatch.dashboard.filters import Filters
+from roofwatch.service.core.models import Benchmark, Change, Commit, Measurement, Repository, Run
+from roofwatch.service.records.changes import shown
 
 OPEN_STATES = ("new", "acknowledged")
 # Runs that measure the default branch's history. Pull-request runs measure heads that may never

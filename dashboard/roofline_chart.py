@@ -15,8 +15,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from service.records.roofline import bound_of, compute_roof
-from suites.roofline import Bound, Peaks, RooflineError
+from roofwatch.dashboard.escaping import plotly_text
+from roofwatch.roofline import Bound, Peaks, RooflineError
+from roofwatch.service.records.roofline import bound_of, compute_roof
 
 # Colours by dtype, so one kernel's fp16 and fp32 variants read as related but distinct.
 DTYPE_COLORS = {"fp32": "#1f77b4", "tf32": "#17becf", "fp16": "#ff7f0e", "bf16": "#d62728", "fp8": "#9467bd"}
@@ -122,38 +123,40 @@ def roof_traces(peaks: Peaks, low: float, high: float) -> list[dict[str, Any]]:
     for name, capacity, bandwidth in peaks.memory_levels()[1:]:
         end = max(highest / bandwidth, low * 1.01) if highest else high
         traces.append({
-            "type": "scatter", "mode": "lines", "meta": "cache-roof", "name": f"{name} bandwidth ({source})",
+            "type": "scatter", "mode": "lines", "meta": "cache-roof", "name": plotly_text(f"{name} bandwidth ({source})"),
             "x": [low, end], "y": [low * bandwidth, end * bandwidth],
             "line": {"color": CACHE_ROOF_COLOR, "width": 1.5, "dash": "dot"}, "hoverinfo": "text",
-            "hovertext": f"{name} ({capacity / 2**20:.3g} MiB): {bandwidth / 1e9:.4g} GB/s ({source})",
+            "hovertext": plotly_text(f"{name} ({capacity / 2**20:.3g} MiB): {bandwidth / 1e9:.4g} GB/s ({source})"),
         })
     for dtypes, intensity, peak in ridges:
         traces.append({
-            "type": "scatter", "mode": "lines", "meta": "roof", "name": f"{dtypes} roof ({source})",
+            "type": "scatter", "mode": "lines", "meta": "roof", "name": plotly_text(f"{dtypes} roof ({source})"),
             "x": [intensity, max(high, intensity)], "y": [peak, peak], "line": line,
-            "hoverinfo": "text", "hovertext": f"{dtypes}: {peak / 1e12:.4g} TFLOP/s ({source})",
+            "hoverinfo": "text", "hovertext": plotly_text(f"{dtypes}: {peak / 1e12:.4g} TFLOP/s ({source})"),
         })
     traces.append({
         "type": "scatter", "mode": "markers", "meta": "ridge", "name": "ridge points",
         "x": [intensity for _, intensity, _ in ridges], "y": [peak for _, _, peak in ridges],
         "marker": {"color": ROOF_COLOR, "size": 7, "symbol": "diamond"}, "hoverinfo": "text",
-        "hovertext": [f"ridge {dtypes}: {intensity:.3g} FLOP/byte" for dtypes, intensity, _ in ridges],
+        "hovertext": [plotly_text(f"ridge {dtypes}: {intensity:.3g} FLOP/byte") for dtypes, intensity, _ in ridges],
     })
     return traces
 
 
 def hover(point: KernelPoint, peaks: Peaks | None, label: str) -> str:
+    """Plotly markup: the suite's names, shape, dtype and impl are escaped, the line breaks are not."""
     share = fraction(point, peaks)
     held = bound(point, peaks)
-    impl = f" · {point.impl}" if point.impl else ""
+    impl = f" · {plotly_text(point.impl)}" if point.impl else ""
     percent = f"{100 * share:.1f}% of roofline" if share is not None else "no roofs to compare against"
     if held is not None:
-        percent += f", bounded by the {held.roof} roof ({held.bandwidth / 1e9:.4g} GB/s)"
+        percent += plotly_text(f", bounded by the {held.roof} roof ({held.bandwidth / 1e9:.4g} GB/s)")
     elif peaks is not None:
         percent = "faster than every roof: the declared work, the peaks or the timer is wrong"
-    return (f"{point.name}<br>shape {point.shape or '—'} · {point.dtype or 'dtype ?'}{impl}<br>"
+    return (f"{plotly_text(point.name)}<br>shape {plotly_text(point.shape or '—')} · "
+            f"{plotly_text(point.dtype or 'dtype ?')}{impl}<br>"
             f"{percent}<br>{point.intensity:.3g} FLOP/byte · {point.achieved / 1e12:.4g} TFLOP/s<br>"
-            f"{label} {point.sha[:10]} (run {point.run_id})")
+            f"{plotly_text(label)} {plotly_text(point.sha[:10])} (run {point.run_id})")
 
 
 def point_traces(points: list[KernelPoint], peaks: Peaks | None) -> list[dict[str, Any]]:
@@ -162,7 +165,7 @@ def point_traces(points: list[KernelPoint], peaks: Peaks | None) -> list[dict[st
     for point in points:
         by_dtype[point.dtype].append(point)
     return [{
-        "type": "scatter", "mode": "markers", "meta": "latest", "name": f"latest · {dtype or 'no dtype'}",
+        "type": "scatter", "mode": "markers", "meta": "latest", "name": plotly_text(f"latest · {dtype or 'no dtype'}"),
         "x": [p.intensity for p in group], "y": [p.achieved for p in group],
         "customdata": [p.benchmark_id for p in group], "hoverinfo": "text",
         "hovertext": [hover(p, peaks, "latest") for p in group],
@@ -194,7 +197,7 @@ def shift_traces(pairs: list[tuple[KernelPoint, KernelPoint]], peaks: Peaks | No
         sizes += [0, 10, 0]  # an arrowhead only where the segment ends
     earlier = [before for before, _ in pairs]
     return [
-        {"type": "scatter", "mode": "markers", "meta": "earlier", "name": f"earlier · {earlier[0].sha[:8]}",
+        {"type": "scatter", "mode": "markers", "meta": "earlier", "name": plotly_text(f"earlier · {earlier[0].sha[:8]}"),
          "x": [p.intensity for p in earlier], "y": [p.achieved for p in earlier],
          "customdata": [p.benchmark_id for p in earlier], "hoverinfo": "text",
          "hovertext": [hover(p, peaks, "earlier") for p in earlier],

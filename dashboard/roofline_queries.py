@@ -19,11 +19,11 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 from sqlmodel.sql.expression import Select, SelectOfScalar
 
-from dashboard.filters import Filters
-from dashboard.roofline_chart import KernelPoint
-from service.core.models import Benchmark, Commit, Device, Measurement, Repository, Run
-from service.records.roofline import peaks_for
-from suites.roofline import Peaks
+from roofwatch.dashboard.filters import Filters
+from roofwatch.dashboard.roofline_chart import KernelPoint
+from roofwatch.roofline import Peaks
+from roofwatch.service.core.models import Benchmark, Commit, Device, Measurement, Repository, Run
+from roofwatch.service.records.roofline import peaks_for
 
 EXCLUDED_TRIGGERS = ("pull_request", "bisect")
 # Longest run id taken as an id rather than a SHA prefix; keeps huge digit strings off the database.

@@ -1,21 +1,23 @@
-"""Dashboard pages: each lives in ``dashboard/pages``; this module mounts them and plotly.js.
+"""Dashboard pages: each lives in ``dashboard/pages``; this module mounts them, plotly.js and the
+dashboard's own scripts and stylesheet (``dashboard/static``: pages carry no inline script or style).
 
 Pages only read (the changes page's triage buttons write through the token-guarded JSON API):
-they query through ``service.records.queries``, ``dashboard.queries`` and ``dashboard.roofline_queries``.
+they query through ``roofwatch.service.records.queries``, ``roofwatch.dashboard.queries`` and ``roofwatch.dashboard.roofline_queries``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import plotly
 from fastapi import FastAPI
 from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
 
-from dashboard.pages import benchmark, changes, compare, compiled, overview, roofline, run
-from dashboard.pr_comment import CommentRenderer
+from roofwatch.dashboard.common import PLOTLY_JS
+from roofwatch.dashboard.pages import benchmark, changes, compare, compiled, overview, roofline, run
+from roofwatch.dashboard.pr_comment import CommentRenderer
 
-PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+STATIC = Path(__file__).parent / "static"
 PAGES = (overview, run, compare, benchmark, roofline, changes, compiled)
 
 
@@ -29,5 +31,7 @@ def mount(app: FastAPI, render_comment: CommentRenderer | None = None) -> None:
         return FileResponse(PLOTLY_JS, media_type="application/javascript",
                             headers={"Cache-Control": "public, max-age=86400"})
 
+    # After the route above, which would otherwise be looked for in this folder.
+    app.mount("/static", StaticFiles(directory=STATIC), name="dashboard-static")
     for page in PAGES:
         page.register(app)

@@ -14,22 +14,23 @@ from celery.result import AsyncResult
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, select
 
-from service.core.config import get_settings
-from service.core.db import session_scope
-from service.core.models import TERMINAL_STATES, Commit, Comparison, Repository, Run, WebhookDelivery, utcnow
-from service.flows import github_events as events
-from service.flows import main_branch, nightly
-from service.flows import pull_request as pull_requests
-from service.flows import push as pushes
-from service.flows.dispatch import RUN_TASK_PREFIX
-from service.github import outbox, reporting
-from service.records.comparisons import ingest_ab as ingest_ab_envelope
-from service.records.comparisons import parse_ab_envelope
-from service.records.ingest import ingest_envelope, parse_envelope, upsert_device
-from workers import redelivery
-from workers.celery_app import app
-from workers.envelope import DeviceInfo
-from workers.errors import RoofwatchError
+from roofwatch.service.core.config import get_settings
+from roofwatch.service.core.db import session_scope
+from roofwatch.service.core.models import TERMINAL_STATES, Commit, Comparison, Repository, Run, WebhookDelivery, utcnow
+from roofwatch.service.flows import github_events as events
+from roofwatch.service.flows import main_branch, nightly
+from roofwatch.service.flows import pull_request as pull_requests
+from roofwatch.service.flows import push as pushes
+from roofwatch.service.flows.dispatch import RUN_TASK_PREFIX
+from roofwatch.service.github import outbox, reporting
+from roofwatch.service.records.comparisons import ingest_ab as ingest_ab_envelope
+from roofwatch.service.records.comparisons import parse_ab_envelope
+from roofwatch.service.records.ingest import ingest_envelope, parse_envelope, upsert_device
+from roofwatch.workers import redelivery
+from roofwatch.workers.celery_app import app
+from roofwatch.workers.envelope import DeviceInfo
+from roofwatch.workers.errors import RoofwatchError
+from roofwatch.workers.redaction import redact
 
 log = logging.getLogger(__name__)
 
@@ -108,18 +109,36 @@ def report_run(run_id: int) -> None:
 
 @app.task(name="roofwatch.handle_github_event", **RETRY)
 def handle_github_event(event: str, delivery_id: str, payload: dict[str, Any]) -> str:
-    """Act on an accepted webhook delivery; what happened is kept on the delivery's record."""
+    """Act on an accepted webhook delivery; what happened is kept on the delivery's record.
+
+    A failure is recorded too, a bug's included (which then raises on, with its traceback), so
+    no delivery stays "accepted" with nothing to show for it. Only a database outage is left
+    to the retries.
+    """
     try:
-        detail, outcome = events.handle(event, payload), "accepted"
+        detail = events.handle(event, payload)
     except (pull_requests.PullRequestError, RoofwatchError) as exc:
-        detail, outcome = str(exc), "failed"
         log.warning("delivery %s: %s", delivery_id, exc)
+        _record_outcome(delivery_id, "failed", str(exc))
+        return str(exc)
+    except OperationalError:
+        raise
+    except Exception as exc:
+        _record_outcome(delivery_id, "failed", f"roofwatch failed on it ({type(exc).__name__}); "
+                                               "the service log has the traceback")
+        raise
+    _record_outcome(delivery_id, "accepted", detail)
+    return detail
+
+
+def _record_outcome(delivery_id: str, outcome: str, detail: str) -> None:
     with session_scope() as session:
         record = session.exec(select(WebhookDelivery).where(WebhookDelivery.delivery_id == delivery_id)).first()
-        if record is not None:
-            record.outcome, record.detail = outcome, f"{record.detail} → {detail}"[:4000]
-            session.add(record)
-    return detail
+        if record is None:
+            log.warning("delivery %s: no record to keep its outcome (%s: %s)", delivery_id, outcome, detail)
+            return
+        record.outcome, record.detail = outcome, redact(f"{record.detail} → {detail}")[:4000]
+        session.add(record)
 
 
 @app.task(name="roofwatch.deliver_report", **RETRY)
@@ -160,7 +179,7 @@ def measuring_lost(task_id: str) -> None:
     limits and exceptions escaping the task.
     """
     why = None if app.conf.task_always_eager else AsyncResult(task_id, app=app).result
-    reason = f"the measuring task was lost: {why!r}" if why is not None else "the measuring task was lost"
+    reason = redact(f"the measuring task was lost: {why!r}") if why is not None else "the measuring task was lost"
     with session_scope() as session:
         if task_id.startswith(RUN_TASK_PREFIX):
             run = session.get(Run, int(task_id.removeprefix(RUN_TASK_PREFIX)))

@@ -81,8 +81,8 @@ def roofwatch_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[P
 
 
 def _reset_caches() -> None:
-    from service.core.config import get_settings
-    from service.core.db import get_engine
+    from roofwatch.service.core.config import get_settings
+    from roofwatch.service.core.db import get_engine
 
     if get_engine.cache_info().currsize:
         engine: Engine = get_engine()
@@ -128,7 +128,7 @@ def seeded_app(seeded_data_dir: Path, monkeypatch: pytest.MonkeyPatch):  # type:
     monkeypatch.setenv("ROOFWATCH_DATA_DIR", str(seeded_data_dir))
     monkeypatch.delenv("ROOFWATCH_DATABASE_URL", raising=False)
     _reset_caches()
-    from service.api.app import create_app
+    from roofwatch.service.api.app import create_app
 
     yield create_app()
     _reset_caches()

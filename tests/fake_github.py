@@ -1,6 +1,6 @@
 """A fake api.github.com on loopback that checks every request against GitHub's REST description.
 
-Roofwatch talks to GitHub through ``service.github.client``. Mocking that client would only prove the code agrees
+Roofwatch talks to GitHub through ``roofwatch.service.github.client``. Mocking that client would only prove the code agrees
 with itself; this module instead runs a real HTTP server (``ThreadingHTTPServer`` on 127.0.0.1, random port) that
 serves the few operations roofwatch uses, keeps their state (statuses, check runs, comments, tokens, pull requests),
 records every request, and judges each one against GitHub's published OpenAPI description

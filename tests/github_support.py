@@ -12,7 +12,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 from httpx import Response
 
-from service.github.signature import sign
+from roofwatch.service.github.signature import sign
 
 SECRET = "It's a Secret to Everybody"
 

@@ -329,7 +329,7 @@ def _checks_module(checks: Mapping[str, Check]) -> str:
 def stored_medians(database_url: str) -> dict[tuple[str, str], float]:
     """(commit SHA, benchmark name) → the stored median (seconds), over every run of it."""
 
-    from service.core.models import Benchmark, Commit, Measurement, Run
+    from roofwatch.service.core.models import Benchmark, Commit, Measurement, Run
 
     with _session(database_url) as session:
         rows = session.exec(
@@ -345,7 +345,7 @@ def stored_medians(database_url: str) -> dict[tuple[str, str], float]:
 def stored_outcomes(database_url: str) -> dict[tuple[str, str], tuple[str, float | None]]:
     """(commit SHA, test id) → (outcome, max_abs_err) as stored for its latest run."""
 
-    from service.core.models import Commit, Run, TestOutcome
+    from roofwatch.service.core.models import Commit, Run, TestOutcome
 
     with _session(database_url) as session:
         rows = session.exec(
@@ -359,7 +359,7 @@ def stored_outcomes(database_url: str) -> dict[tuple[str, str], tuple[str, float
 
 @contextmanager
 def _session(database_url: str) -> Iterator[Session]:
-    from service.core.db import make_engine
+    from roofwatch.service.core.db import make_engine
 
     engine = make_engine(database_url)
     try:

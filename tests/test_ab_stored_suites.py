@@ -20,9 +20,9 @@ from sample_repo import commit, init
 from sqlmodel import Session, create_engine, select
 from tests_support import roofwatch
 
-from service.api import background
-from service.github import reporter
-from service.github.comment import MARKER
+from roofwatch.service.api import background
+from roofwatch.service.github import reporter
+from roofwatch.service.github.comment import MARKER
 
 BASE = 0.02
 REPO = "acme/planted"
@@ -47,7 +47,7 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 def _comparisons(tmp_path: Path) -> list[tuple[str, str, str, str]]:
     """(purpose, state, verdict, suites_source) of every comparison, oldest first."""
-    from service.core.models import Comparison
+    from roofwatch.service.core.models import Comparison
 
     engine = create_engine(f"sqlite:///{tmp_path / 'rw.db'}")
     with Session(engine) as session:
@@ -116,7 +116,7 @@ def test_both_sides_of_a_comparison_run_the_backfilled_suite(tmp_path: Path) -> 
     # The same series the runs of those commits write: one benchmark row, measured by both.
     roofwatch(["run", "--repo", "acme/legacy", "--rev", old, "--rev", slow], env)
     engine = create_engine(f"sqlite:///{tmp_path / 'rw.db'}")
-    from service.core.models import Benchmark
+    from roofwatch.service.core.models import Benchmark
 
     with Session(engine) as session:
         assert [(b.suite, b.name) for b in session.exec(select(Benchmark))] == [(row["suite"], "test_work")]
@@ -161,11 +161,11 @@ def pr_client(roofwatch_env: Path, fake_github: FakeGitHub, tmp_path: Path,
                         "PUBLIC_URL": "http://roofwatch.test"}.items():
         monkeypatch.setenv(f"ROOFWATCH_{name}", value)
     _reset_caches()
-    from service.api.app import create_app
-    from service.core.db import migrate, session_scope
-    from service.core.models import Repository
-    from service.records.repositories import register
-    from service.records.suite_configs import store
+    from roofwatch.service.api.app import create_app
+    from roofwatch.service.core.db import migrate, session_scope
+    from roofwatch.service.core.models import Repository
+    from roofwatch.service.records.repositories import register
+    from roofwatch.service.records.suite_configs import store
 
     history = _history(tmp_path)
     migrate()
@@ -179,8 +179,8 @@ def pr_client(roofwatch_env: Path, fake_github: FakeGitHub, tmp_path: Path,
 
 def test_a_pull_request_of_a_repository_tracked_from_outside_gets_its_verdict(
         pr_client: tuple[TestClient, PlantedHistory], fake_github: FakeGitHub, shared_corpus: Path) -> None:
-    from service.core.db import session_scope
-    from service.core.models import Run
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.core.models import Run
 
     client, history = pr_client
     opened = pull_request_payload(shared_corpus, "opened", REPO, 5, history["c2"], history["c1"])

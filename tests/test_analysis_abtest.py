@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from service.analysis.abtest import MIN_ROUNDS, needs_more_rounds, overall, verdicts
+from roofwatch.service.analysis.abtest import MIN_ROUNDS, needs_more_rounds, overall, verdicts
 
 
 def _rounds(level: float, noise: float, n: int, rng: np.random.Generator) -> list[float]:
@@ -82,7 +82,7 @@ def test_overall_word(directions: list[str], word: str) -> None:
 
 
 def test_round_orders_are_balanced_in_pairs_shuffled_and_reproducible() -> None:
-    from workers.ab import round_orders
+    from roofwatch.workers.ab import round_orders
 
     orders = round_orders(7, 10)
     assert len(orders) == 10 and round_orders(7, 10) == orders

@@ -10,7 +10,7 @@ import pytest
 
 from bench.changepoints.generator import FAMILIES, generate_cell
 from bench.changepoints.score import aggregate
-from service.analysis.changepoints import despike, detect, robust_sigma
+from roofwatch.service.analysis.changepoints import despike, detect, robust_sigma
 
 
 def _steps(levels: list[tuple[int, float]], noise: float, seed: int = 0) -> np.ndarray:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from service.analysis.compare import UNKNOWN_RUN_NOISE_FLOOR, compare, run_to_run_noise
-from service.analysis.correctness import fixed, new_failures
-from service.analysis.fdr import adjust
+from roofwatch.service.analysis.compare import UNKNOWN_RUN_NOISE_FLOOR, compare, run_to_run_noise
+from roofwatch.service.analysis.correctness import fixed, new_failures
+from roofwatch.service.analysis.fdr import adjust
 
 
 def _samples(center: float, cv: float, n: int = 40, seed: int = 0) -> list[float]:

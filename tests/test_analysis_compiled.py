@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 
 import pytest
 
-from service.analysis.compiled import BinaryVerdict, binary_verdict, confirm_timing_change, diff, for_tests
+from roofwatch.service.analysis.compiled import BinaryVerdict, binary_verdict, confirm_timing_change, diff, for_tests
 
 
 @dataclass(frozen=True)

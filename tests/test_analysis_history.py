@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from service.analysis import environment, lifecycle
-from service.analysis.history import Outcome, Point, failure_episodes, steps
+from roofwatch.service.analysis import environment, lifecycle
+from roofwatch.service.analysis.history import Outcome, Point, failure_episodes, steps
 
 
 def _outcomes(pattern: str, first: int = 1) -> list[Outcome]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.analysis.single_runs import verdict
+from roofwatch.service.analysis.single_runs import verdict
 
 SAMPLES = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98]
 

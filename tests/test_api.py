@@ -55,7 +55,7 @@ def test_dashboard_pages_and_local_plotly(seeded_app) -> None:  # type: ignore[n
 
 
 def test_triage_needs_the_token_and_keeps_a_history(seeded_app, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from service.core.config import get_settings
+    from roofwatch.service.core.config import get_settings
 
     client = TestClient(seeded_app)
     change = client.get("/api/changes").json()[0]

@@ -20,7 +20,7 @@ from schemathesis.specs.openapi.checks import response_schema_conformance, statu
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
-from service.api.app import create_app  # noqa: E402
+from roofwatch.service.api.app import create_app  # noqa: E402
 
 # The schema does not depend on data; requests reach the seeded database through the
 # environment the `api_env` fixture sets up (the app resolves its engine per request).

@@ -32,9 +32,9 @@ def client(roofwatch_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
     monkeypatch.setenv("ROOFWATCH_API_TOKEN", "s3cret")
     _reset_caches()
-    from service.api.app import create_app
-    from service.core.db import migrate, session_scope
-    from service.records.repositories import register
+    from roofwatch.service.api.app import create_app
+    from roofwatch.service.core.db import migrate, session_scope
+    from roofwatch.service.records.repositories import register
 
     repo = tmp_path / "legacy"
     init(repo)
@@ -86,7 +86,7 @@ def test_a_bad_config_is_refused_with_its_reason_and_nothing_is_stored(client: T
 
 def test_tokens_unknown_repositories_and_unreadable_bodies(client: TestClient,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    from service.core.config import get_settings
+    from roofwatch.service.core.config import get_settings
 
     assert client.put(URL, content=SUITES).status_code == 401
     assert client.put(URL, content=SUITES, headers={"Authorization": "Bearer nope"}).status_code == 401
@@ -110,8 +110,8 @@ def test_the_next_run_uses_the_version_put_through_the_api(client: TestClient, r
     done = roofwatch(["run", "--repo", "acme/legacy", "--format", "json"], {"ROOFWATCH_DATA_DIR": str(roofwatch_env)})
     (row,) = json.loads(done.stdout)
     assert row["state"] == "succeeded" and row["benchmarks"] == 1, row
-    from service.core.db import session_scope
-    from service.core.models import Run
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.core.models import Run
 
     with session_scope() as session:
         run = session.get(Run, row["run"])

@@ -19,7 +19,7 @@ from sqlmodel import Session
 
 from bench.dashboard.pages import discover, make_app, measure, route_exists
 from bench.dashboard.seed import correctness_tests, make_plan, seed
-from service.core.models import SERIES_COLUMNS, Repository
+from roofwatch.service.core.models import SERIES_COLUMNS, Repository
 
 BENCHMARKS, COMMITS = 20, 50
 
@@ -42,8 +42,8 @@ def bench_url(postgres_url: str) -> Iterator[str]:
 @pytest.fixture
 def app_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """``make_app`` points the cached settings and engine at a database; undo that afterwards."""
-    from service.core.config import get_settings
-    from service.core.db import get_engine
+    from roofwatch.service.core.config import get_settings
+    from roofwatch.service.core.db import get_engine
 
     monkeypatch.setenv("ROOFWATCH_DATABASE_URL", "unset")  # restored (removed) at teardown
     yield

@@ -30,10 +30,10 @@ from bench.service_overhead import (
     warm_checkout,
     webhook_section,
 )
-from service.core.db import make_engine, migrate
-from service.core.models import Benchmark, Measurement, Run, TestOutcome
-from service.github.payloads import PushEvent
-from service.github.signature import sign, verify
+from roofwatch.service.core.db import make_engine, migrate
+from roofwatch.service.core.models import Benchmark, Measurement, Run, TestOutcome
+from roofwatch.service.github.payloads import PushEvent
+from roofwatch.service.github.signature import sign, verify
 
 JUNIT = """\
 import sys
@@ -150,10 +150,10 @@ def test_push_payload_is_a_valid_signed_push() -> None:
 @pytest.mark.parametrize("received, measuring", [
     ('{"ts": "2025-03-04T05:06:07.089000+00:00", "level": "INFO", "logger": "celery.worker.strategy", '
      '"message": "Task roofwatch.run_commit[roofwatch-run-3] received"}',
-     '{"ts": "2025-03-04T05:06:07.123000+00:00", "level": "INFO", "logger": "workers.tasks", '
+     '{"ts": "2025-03-04T05:06:07.123000+00:00", "level": "INFO", "logger": "roofwatch.workers.tasks", '
      '"message": "run 3: measuring acme/kernels@0123456789ab", "run_id": 3}'),
     ("2025-03-04T05:06:07.089Z INFO    celery.worker.strategy: Task roofwatch.run_commit[roofwatch-run-3] received",
-     "2025-03-04T05:06:07.123Z INFO    workers.tasks: run 3: measuring acme/kernels@0123456789ab  run=3"),
+     "2025-03-04T05:06:07.123Z INFO    roofwatch.workers.tasks: run 3: measuring acme/kernels@0123456789ab  run=3"),
     ("[2025-03-04 05:06:07,089: INFO/MainProcess] Task roofwatch.run_commit[roofwatch-run-3] received",
      "[2025-03-04 05:06:07,123: INFO/ForkPoolWorker-1] run 3: measuring acme/kernels@0123456789ab"),
 ], ids=["json", "text", "celery"])

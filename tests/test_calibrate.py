@@ -18,16 +18,16 @@ from sqlmodel import select
 from tests_support import roofwatch
 from typer.testing import CliRunner
 
+from roofwatch.roofline import RooflineError, datasheet_peaks
+from roofwatch.service.core.db import downgrade, migrate, session_scope
+from roofwatch.service.core.models import Commit, Device, Measurement, Repository, Run
+from roofwatch.service.records.ingest import ingest_envelope, parse_envelope, upsert_device
+from roofwatch.service.records.roofline import bound_of, peaks_for
+from roofwatch.service.records.runs import create_run
 from roofwatch.timing import StoppingRule, WarmUp
-from service.core.db import downgrade, migrate, session_scope
-from service.core.models import Commit, Device, Measurement, Repository, Run
-from service.records.ingest import ingest_envelope, parse_envelope, upsert_device
-from service.records.roofline import bound_of, peaks_for
-from service.records.runs import create_run
-from suites.roofline import RooflineError, datasheet_peaks
-from workers import calibrate as calibration_module
-from workers.cache_sizes import cpu_caches
-from workers.calibrate import (
+from roofwatch.workers import calibrate as calibration_module
+from roofwatch.workers.cache_sizes import cpu_caches
+from roofwatch.workers.calibrate import (
     Calibration,
     CalibrationError,
     CalibrationPlan,
@@ -38,7 +38,7 @@ from workers.calibrate import (
     peak_rows,
     with_peaks,
 )
-from workers.envelope import ENVELOPE_VERSION, DeviceInfo, Envelope
+from roofwatch.workers.envelope import ENVELOPE_VERSION, DeviceInfo, Envelope
 
 SMALL_PLAN = CalibrationPlan(
     copy_bytes=4 << 20,
@@ -91,7 +91,7 @@ def test_a_gpu_that_is_not_there_is_a_calibration_error() -> None:
 
 
 def test_the_worker_path_reports_a_failed_calibration_as_an_error() -> None:
-    """``python -m workers.calibrate`` in a child process, as a worker runs it."""
+    """``python -m roofwatch.workers.calibrate`` in a child process, as a worker runs it."""
     with pytest.raises(CalibrationError, match="no CUDA device cuda:97"):
         calibrate_in_subprocess(gpu=97, timeout_s=300)
 
@@ -193,7 +193,7 @@ def _device(fingerprint: str) -> Device:
 
 
 def test_register_device_stores_measured_peaks_and_runs_do_not_erase_them(db: str) -> None:
-    from service.tasks import register_device
+    from roofwatch.service.tasks import register_device
 
     device_id = register_device.delay(_h200().model_dump(mode="json")).get()
     row = _device("h200-fp")
@@ -284,7 +284,7 @@ def test_a_measurement_faster_than_the_roofline_is_a_harness_error(db: str) -> N
 
 def test_calibrate_command_prints_and_stores_the_peaks(roofwatch_env: Path) -> None:
     """The real console script, as an operator runs it (embedded: SQLite under the data dir)."""
-    from workers.device import probe
+    from roofwatch.workers.device import probe
 
     done = roofwatch(["calibrate"], {"ROOFWATCH_DATA_DIR": str(roofwatch_env)}, timeout=300)
     assert "DRAM bandwidth" in done.stdout and "fp32 matmul" in done.stdout
@@ -301,7 +301,7 @@ def test_calibrate_command_prints_and_stores_the_peaks(roofwatch_env: Path) -> N
 
 def test_calibrate_command_can_measure_without_storing(roofwatch_env: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    from service.cli.main import app
+    from roofwatch.service.cli.main import app
 
     monkeypatch.setattr(calibration_module, "CPU_PLAN", SMALL_PLAN)
     done = CliRunner().invoke(app, ["calibrate", "--no-store"], env={"COLUMNS": "200"})
@@ -313,7 +313,7 @@ def test_calibrate_command_can_measure_without_storing(roofwatch_env: Path,
 def test_calibrate_command_on_a_missing_gpu_fails_clearly(roofwatch_env: Path) -> None:
     import torch
 
-    from service.cli.main import app
+    from roofwatch.service.cli.main import app
 
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")

@@ -54,7 +54,7 @@ def test_run_prints_json_and_whole_tables_when_not_on_a_terminal(tmp_path: Path)
 def test_compare_shows_parametrized_names_and_test_ids_whole() -> None:
     from rich.console import Console
 
-    from service.cli.compare import render
+    from roofwatch.service.cli.compare import render
 
     row = {"benchmark": "test_matmul[naive]", "base_median": 1.0, "head_median": 1.2, "change_pct": 20.0,
            "ci_low": 15.0, "ci_high": 25.0, "q_value": 0.01, "threshold_pct": 5.0, "direction": "regression"}

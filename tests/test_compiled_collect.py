@@ -11,9 +11,9 @@ import pytest
 from sample_repo import commit, init
 from triton_repo import build_history
 
-from workers.compiled.artifacts_file import parse_compiled_json
-from workers.envelope import CompiledArtifactRecord, DeviceInfo, Envelope, SuiteResult
-from workers.runner import Job, run_job
+from roofwatch.workers.compiled.artifacts_file import parse_compiled_json
+from roofwatch.workers.envelope import CompiledArtifactRecord, DeviceInfo, Envelope, SuiteResult
+from roofwatch.workers.runner import Job, run_job
 
 ROOT = Path(__file__).resolve().parents[1]
 DEVICE = DeviceInfo(device_class="CPU test", fingerprint="test")
@@ -124,7 +124,7 @@ def _compile_own(tmp_path: Path, name: str) -> dict[str, CompiledArtifactRecord]
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "suites/benchmarks/test_matmul_attention.py::test_matmul",
          "suites/benchmarks/test_elementwise.py::test_copy", "-q", "-p", "no:cacheprovider", "--benchmark-disable",
-         "-p", "workers.compiled.plugin", f"--roofwatch-compiled={output}"],
+         "-p", "roofwatch.workers.compiled.plugin", f"--roofwatch-compiled={output}"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return {f"{a.kernel}[{a.specialization}] {a.target}": a for a in parse_compiled_json(output)}

@@ -20,12 +20,12 @@ from sqlmodel import Session, select
 from tests_support import roofwatch
 from triton_repo import build_history
 
-from service.analysis import lifecycle
-from service.core.models import Benchmark, Change, Commit, Comparison, ComparisonResult, Device, Repository
-from service.flows import confirmation
-from service.github.comment import ReportContext, render_comment
-from service.records import compiled_artifacts
-from workers.envelope import CompiledArtifactRecord, RoundRecord, SuiteResult
+from roofwatch.service.analysis import lifecycle
+from roofwatch.service.core.models import Benchmark, Change, Commit, Comparison, ComparisonResult, Device, Repository
+from roofwatch.service.flows import confirmation
+from roofwatch.service.github.comment import ReportContext, render_comment
+from roofwatch.service.records import compiled_artifacts
+from roofwatch.workers.envelope import CompiledArtifactRecord, RoundRecord, SuiteResult
 
 GOLDEN = Path(__file__).parent / "golden" / "pr_comment" / "compiled_changed.md"
 UPDATE = os.environ.get("ROOFWATCH_UPDATE_GOLDEN") == "1"
@@ -160,7 +160,7 @@ def test_dashboard_shows_the_kernel_history_and_the_run(stored: tuple[Path, dict
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     _reset_caches()
-    from service.api.app import create_app
+    from roofwatch.service.api.app import create_app
 
     client = TestClient(create_app())
     with session_for(postgres_url) as session:

@@ -24,7 +24,7 @@ import pytest
 import yaml
 from conftest import IN_CI
 
-from service.core.config import Settings
+from roofwatch.service.core.config import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = ROOT / "docker-compose.yml"
@@ -210,7 +210,7 @@ def test_every_roofwatch_variable_is_a_setting() -> None:
     settings = {f"ROOFWATCH_{field.upper()}" for field in Settings.model_fields}
     named = set(_NAME.findall(COMPOSE.read_text())) | set(_NAME.findall(ENV_EXAMPLE.read_text()))
     unknown = sorted(named - settings - INTERPOLATION_ONLY)
-    assert not unknown, f"not fields of service.core.config.Settings: {unknown}"
+    assert not unknown, f"not fields of roofwatch.service.core.config.Settings: {unknown}"
     assert not INTERPOLATION_ONLY & settings, "an interpolation-only variable became a setting: update this test"
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-from service.core.db import migrate, session_scope
-from service.core.keys import comparison_key
-from service.core.models import (
+from roofwatch.service.core.db import migrate, session_scope
+from roofwatch.service.core.keys import comparison_key
+from roofwatch.service.core.models import (
     Benchmark,
     Change,
     Commit,
@@ -21,7 +21,7 @@ from service.core.models import (
     Run,
     utcnow,
 )
-from service.flows import confirmation
+from roofwatch.service.flows import confirmation
 
 NAMES = ("rmsnorm", "softmax", "matmul", "copy")
 

@@ -18,10 +18,10 @@ from conftest import _reset_caches
 from fastapi.testclient import TestClient
 from sqlmodel import Session, col, select
 
-from dashboard.figures import decimate, sparkline_svg
-from dashboard.metrics import human, kind_of, noise_pct, trend_pct, trend_view
-from service.core.db import downgrade, make_engine, migrate
-from service.core.models import Benchmark, Change, Commit, Measurement, Repository, Run
+from roofwatch.dashboard.figures import decimate, sparkline_svg
+from roofwatch.dashboard.metrics import human, kind_of, noise_pct, trend_pct, trend_view
+from roofwatch.service.core.db import downgrade, make_engine, migrate
+from roofwatch.service.core.models import Benchmark, Change, Commit, Measurement, Repository, Run
 
 COMMITS = 40
 REGRESSION_AT = 30  # the H200 kernel gets 20 % slower here
@@ -128,7 +128,7 @@ def synthetic_app(database_url: str, tmp_path, monkeypatch) -> Iterator[Any]:  #
     monkeypatch.setenv("ROOFWATCH_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("ROOFWATCH_DATABASE_URL", database_url)
     _reset_caches()
-    from service.api.app import create_app
+    from roofwatch.service.api.app import create_app
 
     yield create_app()
     _reset_caches()
@@ -264,7 +264,7 @@ def test_overview_trend_repositories_and_changes(synthetic_app) -> None:  # type
 
 
 def _slow_down_latest(benchmark_id: int, factor: float) -> None:
-    from service.core.db import get_engine
+    from roofwatch.service.core.db import get_engine
 
     with Session(get_engine()) as session:
         last = session.exec(select(Measurement).join(Run).where(
@@ -303,8 +303,8 @@ def test_overview_trend_of_a_confirmed_change_is_coloured_as_that_change(synthet
 
 
 def test_recent_points_match_the_full_series(synthetic_app) -> None:  # type: ignore[no-untyped-def]
-    from dashboard import queries as dq
-    from service.core.db import get_engine
+    from roofwatch.dashboard import queries as dq
+    from roofwatch.service.core.db import get_engine
 
     with Session(get_engine()) as session:
         ids = [b.id for b in session.exec(select(Benchmark).order_by(col(Benchmark.id))).all() if b.id is not None]
@@ -374,7 +374,7 @@ def test_benchmark_page_404_and_422(synthetic_app) -> None:  # type: ignore[no-u
 
 
 def test_long_series_is_decimated_keeping_changes(synthetic_app, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import dashboard.figures as figures
+    import roofwatch.dashboard.figures as figures
 
     monkeypatch.setattr(figures, "MAX_POINTS", 12)  # 40 commits become "long"
     monkeypatch.setattr(figures, "WEBGL_ABOVE", 5)

@@ -28,10 +28,19 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 from test_dashboard_browser import ARTIFACTS, page  # noqa: F401  (fixture: headless Chromium)
 
-from dashboard.distribution_chart import distribution_figure, time_scale
-from dashboard.roofline_chart import KernelPoint, fraction, hover, moved, ridge_points, roof_traces, roofline_figure
-from service.core.db import make_engine, migrate
-from service.core.models import (
+from roofwatch.dashboard.distribution_chart import distribution_figure, time_scale
+from roofwatch.dashboard.roofline_chart import (
+    KernelPoint,
+    fraction,
+    hover,
+    moved,
+    ridge_points,
+    roof_traces,
+    roofline_figure,
+)
+from roofwatch.roofline import CacheRoof, Peaks
+from roofwatch.service.core.db import make_engine, migrate
+from roofwatch.service.core.models import (
     Benchmark,
     Change,
     Commit,
@@ -42,7 +51,6 @@ from service.core.models import (
     Repository,
     Run,
 )
-from suites.roofline import CacheRoof, Peaks
 
 H200 = "NVIDIA H200"
 A100 = "NVIDIA A100-SXM4-80GB"  # in the datasheet table
@@ -177,7 +185,7 @@ def client(views_db: tuple[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("ROOFWATCH_DATA_DIR", str(tmp_path))
     monkeypatch.delenv("ROOFWATCH_API_TOKEN", raising=False)
     _reset_caches()
-    from service.api.app import create_app
+    from roofwatch.service.api.app import create_app
 
     app: FastAPI = create_app()
     yield TestClient(app)
@@ -322,8 +330,9 @@ def test_changes_lists_open_ones_first_with_actions(client: TestClient, ids: dic
     assert re.findall(r'data-state="(\w+)"', row)[1:] == ["acknowledged", "expected", "invalid", "fixed", "new"]
     assert 'data-state="new" disabled' in row  # the current state is not offered again
     # The token lives in sessionStorage and is sent as a bearer header, never in a URL or a cookie.
-    assert "sessionStorage" in response.text and '"Authorization": "Bearer "' in response.text
-    assert "document.cookie" not in response.text and 'name="token' not in response.text
+    assert '<script src="/static/changes.js"' in response.text and 'name="token' not in response.text
+    script = client.get("/static/changes.js").text
+    assert "sessionStorage" in script and '"Authorization": "Bearer "' in script and "document.cookie" not in script
     assert 'id="writes-disabled"' in response.text  # no ROOFWATCH_API_TOKEN in this server's environment
     failure = response.text.split(f'id="change-{changes["failure"]}"')[1].split("</tr>")[0]
     assert "test_softmax_rows" in failure and "aaaaaaaa..bbbbbbbb" in failure and "/benchmarks/" not in failure
@@ -331,7 +340,7 @@ def test_changes_lists_open_ones_first_with_actions(client: TestClient, ids: dic
 
 def test_changes_history_is_escaped_and_writes_enabled_with_a_token(client: TestClient, ids: dict[str, Any],
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    from service.core.config import get_settings
+    from roofwatch.service.core.config import get_settings
 
     monkeypatch.setenv("ROOFWATCH_API_TOKEN", "s3cret")
     get_settings.cache_clear()
@@ -486,7 +495,7 @@ def live_server(views_db: tuple[str, dict[str, Any]], monkeypatch: pytest.Monkey
     monkeypatch.setenv("ROOFWATCH_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("ROOFWATCH_API_TOKEN", "s3cret")
     _reset_caches()
-    from service.api.app import create_app
+    from roofwatch.service.api.app import create_app
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

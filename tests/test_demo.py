@@ -24,7 +24,7 @@ import pytest
 from test_dashboard_browser import ARTIFACTS, page  # noqa: F401  (fixture: headless Chromium)
 from tests_support import ROOFWATCH, roofwatch
 
-from service.demo import PR_BRANCH, build_demo_repository
+from roofwatch.service.demo import PR_BRANCH, build_demo_repository
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

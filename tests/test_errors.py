@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from service.core import errors
+from roofwatch.service.core import errors
 
 ROOT = Path(__file__).resolve().parents[1]
-# The tree's root lives in workers (which import nothing of the service); the rest in service.core.errors.
+# The tree's root lives in workers (which import nothing of the service); the rest in roofwatch.service.core.errors.
 ERROR_MODULES = {ROOT / "workers" / "errors.py", ROOT / "service" / "core" / "errors.py"}
 # Copied into a suite's sandbox, where no roofwatch is installed: these modules import only the
 # standard library, Triton and pytest, so their few errors stay local (a suite failure reports them).
@@ -23,12 +23,12 @@ def test_every_error_is_a_roofwatch_error(name: str) -> None:
 
 
 def test_old_homes_re_export_the_same_classes() -> None:
-    from service.cli.changepoints import CsvHistoryError
-    from service.flows.pull_request import PullRequestError
-    from service.github.client import GitHubError
-    from service.records.ingest import IngestError
-    from service.records.triage import TriageError
-    from workers.calibrate import CalibrationError
+    from roofwatch.service.cli.changepoints import CsvHistoryError
+    from roofwatch.service.flows.pull_request import PullRequestError
+    from roofwatch.service.github.client import GitHubError
+    from roofwatch.service.records.ingest import IngestError
+    from roofwatch.service.records.triage import TriageError
+    from roofwatch.workers.calibrate import CalibrationError
 
     assert PullRequestError is errors.PullRequestError and issubclass(PullRequestError, errors.RoofwatchError)
     assert (CsvHistoryError, GitHubError, IngestError, TriageError, CalibrationError) == (

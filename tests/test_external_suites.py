@@ -12,8 +12,8 @@ from sample_repo import commit, init
 from sqlmodel import Session, create_engine, select
 from tests_support import roofwatch
 
-from workers.errors import SuiteConfigError
-from workers.external_suites import choose_suites, parse_suites_file
+from roofwatch.workers.errors import SuiteConfigError
+from roofwatch.workers.external_suites import choose_suites, parse_suites_file
 
 SUITES = """\
 [[tool.roofwatch.suites]]
@@ -39,7 +39,7 @@ def _history(repo: Path, bench_from: int) -> list[str]:
 
 
 def _runs(data_dir: Path) -> list[tuple[str, str, str, list[tuple[str, str]]]]:
-    from service.core.models import Commit, Run, SuiteExecution
+    from roofwatch.service.core.models import Commit, Run, SuiteExecution
 
     engine = create_engine(f"sqlite:///{data_dir / 'roofwatch.db'}")
     with Session(engine) as session:

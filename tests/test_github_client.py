@@ -10,8 +10,8 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from fake_github import FakeGitHub
 from sqlmodel import select
 
-from service.github.client import AppAuth, GitHubClient, GitHubError
-from service.github.comment import MARKER
+from roofwatch.service.github.client import AppAuth, GitHubClient, GitHubError
+from roofwatch.service.github.comment import MARKER
 
 REPO = "acme/kernels"
 SHA = "a" * 40
@@ -61,7 +61,7 @@ def test_server_errors_and_secondary_rate_limits_are_retried(fake_github: FakeGi
 
 def test_collaborator_permission_reads_githubs_legacy_permission_and_is_retried(fake_github: FakeGitHub) -> None:
     """maintain is reported as write and triage as read; what decides an approval is that ``permission``."""
-    from service.github import trust
+    from roofwatch.service.github import trust
 
     for login, role in (("ada", "admin"), ("mo", "maintain"), ("wu", "write"), ("tri", "triage"), ("rae", "read")):
         fake_github.set_permission(REPO, login, role)
@@ -112,8 +112,8 @@ def outbox_env(roofwatch_env: Path, fake_github: FakeGitHub, monkeypatch: pytest
     monkeypatch.setenv("ROOFWATCH_GITHUB_TOKEN", FakeGitHub.STATIC_TOKEN)
     monkeypatch.setenv("ROOFWATCH_GITHUB_API_URL", fake_github.url)
     _reset_caches()
-    from service.core.db import migrate, session_scope
-    from service.records.repositories import register
+    from roofwatch.service.core.db import migrate, session_scope
+    from roofwatch.service.records.repositories import register
 
     migrate()
     with session_scope() as session:
@@ -126,9 +126,9 @@ def _fast_client(settings, repository):  # type: ignore[no-untyped-def]
 
 def test_a_report_survives_an_outage_and_only_the_newest_state_is_posted(outbox_env: int,
                                                                         fake_github: FakeGitHub) -> None:
-    from service.core.db import session_scope
-    from service.core.models import GitHubReport, Repository
-    from service.github import outbox
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.core.models import GitHubReport, Repository
+    from roofwatch.service.github import outbox
 
     fake_github.down()
     with session_scope() as session:
@@ -157,9 +157,9 @@ def test_a_report_survives_an_outage_and_only_the_newest_state_is_posted(outbox_
 
 def test_the_comment_is_found_by_its_marker_and_edited_not_duplicated(outbox_env: int,
                                                                       fake_github: FakeGitHub) -> None:
-    from service.core.db import session_scope
-    from service.core.models import GitHubReport, Repository
-    from service.github import outbox
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.core.models import GitHubReport, Repository
+    from roofwatch.service.github import outbox
 
     fake_github.add_comment(REPO, 12, "LGTM", user="reviewer")
     fake_github.add_comment(REPO, 12, f"{MARKER}\nan old report", user="roofwatch[bot]")  # e.g. before a DB restore

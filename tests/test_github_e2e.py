@@ -15,9 +15,9 @@ from github_support import SECRET, comment_payload, deliver, pull_request_payloa
 from sample_repo import commit, git, init
 from sqlmodel import select
 
-from service.api import background
-from service.github import reporter
-from service.github.comment import MARKER
+from roofwatch.service.api import background
+from roofwatch.service.github import reporter
+from roofwatch.service.github.comment import MARKER
 
 REPO = "acme/kernels"
 
@@ -67,9 +67,9 @@ def app_client(roofwatch_env: Path, fake_github: FakeGitHub, kernels_repo: dict[
                         "AB_MAX_ROUNDS": "4", "PUBLIC_URL": "http://roofwatch.test"}.items():
         monkeypatch.setenv(f"ROOFWATCH_{name}", value)
     _reset_caches()
-    from service.api.app import create_app
-    from service.core.db import migrate, session_scope
-    from service.records.repositories import register
+    from roofwatch.service.api.app import create_app
+    from roofwatch.service.core.db import migrate, session_scope
+    from roofwatch.service.records.repositories import register
 
     migrate()
     with session_scope() as session:
@@ -101,8 +101,8 @@ def _in_order(shown: list[str], possible: list[str]) -> bool:
 
 def test_pull_request_gets_statuses_and_one_living_comment(app_client: TestClient, fake_github: FakeGitHub,
                                                            kernels_repo: dict[str, str], shared_corpus: Path) -> None:
-    from service.core.db import session_scope
-    from service.core.models import Run, WebhookDelivery
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.core.models import Run, WebhookDelivery
 
     shas = kernels_repo
     opened = pull_request_payload(shared_corpus, "opened", REPO, 7, shas["bug"], shas["docs"])
@@ -150,8 +150,8 @@ def test_pull_request_gets_statuses_and_one_living_comment(app_client: TestClien
 
 def test_fork_waits_for_a_maintainer_then_runs_on_command(app_client: TestClient, fake_github: FakeGitHub,
                                                           kernels_repo: dict[str, str], shared_corpus: Path) -> None:
-    from service.core.db import session_scope
-    from service.core.models import Run
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.core.models import Run
 
     shas = kernels_repo
     opened = pull_request_payload(shared_corpus, "opened", REPO, 9, shas["fix"], shas["docs"],
@@ -201,8 +201,8 @@ def _fork_pull(shared_corpus: Path, action: str, number: int, head: str, base: s
 
 def _detail_of_last_delivery() -> str:
     """What the background handling of the newest delivery recorded (after the route's " → ")."""
-    from service.core.db import session_scope
-    from service.core.models import WebhookDelivery
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.core.models import WebhookDelivery
 
     with session_scope() as session:
         rows = session.exec(select(WebhookDelivery).order_by(WebhookDelivery.id)).all()  # type: ignore[arg-type]
@@ -210,8 +210,8 @@ def _detail_of_last_delivery() -> str:
 
 
 def _runs() -> list[tuple[int | None, str]]:
-    from service.core.db import session_scope
-    from service.core.models import Commit, Run
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.core.models import Commit, Run
 
     with session_scope() as session:
         return [(run.pr_number, sha) for run, sha in session.exec(
@@ -223,7 +223,7 @@ def test_read_and_triage_collaborators_cannot_approve(app_client: TestClient, fa
                                                       kernels_repo: dict[str, str], shared_corpus: Path,
                                                       role: str) -> None:
     """GitHub calls both COLLABORATOR in payloads, and triage may add labels: neither approves."""
-    from service.core.config import get_settings
+    from roofwatch.service.core.config import get_settings
 
     shas = kernels_repo
     assert deliver(app_client, "pull_request", _fork_pull(shared_corpus, "opened", 41, shas["fix"],
@@ -251,22 +251,65 @@ def test_read_and_triage_collaborators_cannot_approve(app_client: TestClient, fa
     assert fake_github.violations == []
 
 
+@pytest.mark.parametrize("role", ["write", "admin"])
 def test_the_author_cannot_approve_their_own_fork_pull_request(app_client: TestClient, fake_github: FakeGitHub,
                                                                kernels_repo: dict[str, str],
-                                                               shared_corpus: Path) -> None:
+                                                               shared_corpus: Path, role: str) -> None:
     """Even with write access: the code of a fork is looked at by someone other than who wrote it."""
     shas = kernels_repo
     deliver(app_client, "pull_request", _fork_pull(shared_corpus, "opened", 43, shas["fix"], shas["docs"]))
     _settle()
     fake_github.add_pull(REPO, 43, head_sha=shas["fix"], head_ref="feature", base_ref="main", base_sha=shas["docs"],
                          head_repo_full_name="stranger/kernels", user="stranger", author_association="NONE")
-    fake_github.set_permission(REPO, "stranger", "admin")
+    fake_github.set_permission(REPO, "stranger", role)
     own = comment_payload(shared_corpus, REPO, 43, "/roofwatch run", association="COLLABORATOR", login="stranger")
     assert deliver(app_client, "issue_comment", own).json()["outcome"] == "accepted"
     _settle()
     assert _detail_of_last_delivery() == "approval refused: @stranger wrote this pull request and cannot approve it"
     assert _runs() == []
     assert fake_github.calls("repos/get-collaborator-permission-level") == []  # refused before asking
+    assert _phases(fake_github.statuses(REPO, shas["fix"])) == ["waiting"]
+    assert fake_github.comments(REPO, 43) == []
+    assert fake_github.violations == []
+
+
+def test_a_maintain_collaborator_approves_the_head_they_saw_and_not_the_next(
+        app_client: TestClient, fake_github: FakeGitHub, kernels_repo: dict[str, str], shared_corpus: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """GitHub answers the maintain role with ``permission: write`` (``role_name: maintain``): it approves.
+    A push after the approval waits again."""
+    from roofwatch.service.core.config import get_settings
+
+    # What is under test is who may approve, not the A/B: the fewest rounds it allows.
+    monkeypatch.setenv("ROOFWATCH_AB_MIN_ROUNDS", "2")
+    monkeypatch.setenv("ROOFWATCH_AB_MAX_ROUNDS", "2")
+    get_settings.cache_clear()
+    shas = kernels_repo
+    fake_github.set_permission(REPO, "keeper", "maintain")
+    assert deliver(app_client, "pull_request", _fork_pull(shared_corpus, "opened", 47, shas["fix"],
+                                                          shas["docs"])).status_code == 202
+    _settle()
+    fake_github.add_pull(REPO, 47, head_sha=shas["fix"], head_ref="feature", base_ref="main", base_sha=shas["docs"],
+                         head_repo_full_name="stranger/kernels", user="stranger", author_association="NONE")
+    approval = comment_payload(shared_corpus, REPO, 47, "/roofwatch run", association="COLLABORATOR", login="keeper")
+    assert deliver(app_client, "issue_comment", approval).json()["outcome"] == "accepted"
+    _settle()
+
+    assert _detail_of_last_delivery().endswith("(approved by @keeper)")
+    [asked] = fake_github.calls("repos/get-collaborator-permission-level")
+    assert asked.path == f"/repos/{REPO}/collaborators/keeper/permission" and asked.status == 200
+    assert _runs() == [(47, shas["fix"])]  # the approved head ran
+    shown = _phases(fake_github.statuses(REPO, shas["fix"]))
+    assert shown[0] == "waiting" and shown[-1] == "success" and _in_order(shown, ["waiting", "queued", "running", "success"])
+    (report,) = fake_github.comments(REPO, 47)
+    assert MARKER in report["body"] and shas["fix"][:7] in report["body"]
+
+    synchronize = _fork_pull(shared_corpus, "synchronize", 47, shas["bug"], shas["docs"])
+    assert deliver(app_client, "pull_request", synchronize).status_code == 202
+    _settle()
+    assert _runs() == [(47, shas["fix"])]  # the new head did not run on the old approval
+    assert _phases(fake_github.statuses(REPO, shas["bug"])) == ["waiting"]
+    assert len(fake_github.calls("repos/get-collaborator-permission-level")) == 1
     assert fake_github.violations == []
 
 
@@ -277,7 +320,7 @@ def test_an_approval_covers_its_head_and_a_new_push_waits_again(app_client: Test
     request nor a comment made before the push approves the new head; a comment made after it does."""
     from datetime import UTC, datetime
 
-    from service.core.config import get_settings
+    from roofwatch.service.core.config import get_settings
 
     shas = kernels_repo
     label = get_settings().approval_label
@@ -319,10 +362,10 @@ def test_an_approval_covers_its_head_and_a_new_push_waits_again(app_client: Test
 def test_a_comment_covers_the_newest_head_received_before_it(roofwatch_env: Path) -> None:
     from datetime import UTC, datetime, timedelta
 
-    from service.core.db import migrate, session_scope
-    from service.core.models import PullRequestHead
-    from service.flows import approvals
-    from service.records.repositories import register
+    from roofwatch.service.core.db import migrate, session_scope
+    from roofwatch.service.core.models import PullRequestHead
+    from roofwatch.service.flows import approvals
+    from roofwatch.service.records.repositories import register
 
     migrate()
     start = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -350,7 +393,7 @@ def test_app_mode_reports_through_one_check_run_per_head(app_client: TestClient,
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
 
-    from service.core.config import get_settings
+    from roofwatch.service.core.config import get_settings
 
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     fake_github.configure_app(31337, key.public_key().public_bytes(
@@ -379,9 +422,9 @@ def test_a_github_outage_loses_no_report_and_does_not_hold_up_the_run(app_client
                                                                      fake_github: FakeGitHub,
                                                                      kernels_repo: dict[str, str],
                                                                      shared_corpus: Path) -> None:
-    from service.core.db import session_scope
-    from service.core.models import GitHubReport, Run
-    from service.github import outbox
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.core.models import GitHubReport, Run
+    from roofwatch.service.github import outbox
 
     fake_github.down()
     opened = pull_request_payload(shared_corpus, "opened", REPO, 13, kernels_repo["fix"], kernels_repo["docs"])
@@ -416,10 +459,10 @@ def test_a_github_outage_loses_no_report_and_does_not_hold_up_the_run(app_client
 def test_a_new_head_supersedes_and_closing_cancels(app_client: TestClient, fake_github: FakeGitHub,
                                                    kernels_repo: dict[str, str]) -> None:
     """Runs still queued when a newer head arrives, or when the pull request closes, are cancelled."""
-    from service.core.db import session_scope
-    from service.core.models import Commit, Repository, Run
-    from service.flows import pull_request as pull_requests
-    from service.github import reporting
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.core.models import Commit, Repository, Run
+    from roofwatch.service.flows import pull_request as pull_requests
+    from roofwatch.service.github import reporting
 
     with session_scope() as session:
         repository = session.exec(select(Repository)).one()
@@ -452,8 +495,8 @@ def test_a_push_to_the_default_branch_is_measured_and_reported(app_client: TestC
                                                                shared_corpus: Path) -> None:
     from github_support import example
 
-    from service.core.db import session_scope
-    from service.core.models import Measurement, Run
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.core.models import Measurement, Run
 
     push = example(shared_corpus, "push/with-new-branch.payload.json")
     push["ref"], push["after"] = "refs/heads/main", kernels_repo["docs"]
@@ -492,7 +535,7 @@ def test_with_a_broker_the_webhook_only_enqueues_and_a_worker_reports(
     import httpx
     from tests_support import ROOFWATCH, roofwatch
 
-    from service.github.signature import sign
+    from roofwatch.service.github.signature import sign
 
     env = {"ROOFWATCH_DATA_DIR": str(tmp_path / "data"), "ROOFWATCH_BROKER_URL": redis_url,
            "ROOFWATCH_GITHUB_WEBHOOK_SECRET": SECRET, "ROOFWATCH_GITHUB_TOKEN": FakeGitHub.STATIC_TOKEN,

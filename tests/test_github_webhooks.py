@@ -10,8 +10,8 @@ from fastapi.testclient import TestClient
 from github_support import SECRET, deliver, example
 from sqlmodel import select
 
-from service.api import background
-from service.github.signature import sign, verify
+from roofwatch.service.api import background
+from roofwatch.service.github.signature import sign, verify
 
 
 @pytest.fixture
@@ -21,8 +21,8 @@ def client(roofwatch_env: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignor
     monkeypatch.setenv("ROOFWATCH_GITHUB_WEBHOOK_SECRET", SECRET)
     monkeypatch.setenv("ROOFWATCH_WEBHOOK_MAX_BYTES", str(64 * 1024))
     _reset_caches()
-    from service.api.app import create_app
-    from service.core.db import migrate
+    from roofwatch.service.api.app import create_app
+    from roofwatch.service.core.db import migrate
 
     migrate()
     with TestClient(create_app()) as test_client:
@@ -31,8 +31,8 @@ def client(roofwatch_env: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignor
 
 
 def _deliveries() -> list[tuple[str, str, str]]:
-    from service.core.db import session_scope
-    from service.core.models import WebhookDelivery
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.core.models import WebhookDelivery
 
     with session_scope() as session:
         return [(d.event, d.outcome, d.detail) for d in session.exec(select(WebhookDelivery)).all()]
@@ -59,7 +59,7 @@ def test_unsigned_or_wrongly_signed_deliveries_get_401(client: TestClient, share
 
 def test_without_a_configured_secret_every_delivery_is_refused(client: TestClient, shared_corpus: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    from service.core.config import get_settings
+    from roofwatch.service.core.config import get_settings
 
     monkeypatch.delenv("ROOFWATCH_GITHUB_WEBHOOK_SECRET")
     get_settings.cache_clear()
@@ -100,8 +100,8 @@ def test_a_repeated_delivery_is_a_no_op(client: TestClient, shared_corpus: Path)
 
 def test_unknown_repositories_and_untracked_branches_are_recorded_and_ignored(client: TestClient,
                                                                               shared_corpus: Path) -> None:
-    from service.core.db import session_scope
-    from service.records.repositories import register
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.records.repositories import register
 
     push = example(shared_corpus, "push/with-new-branch.payload.json")  # Codertocat/Hello-World, master
     response = deliver(client, "push", push)
@@ -120,9 +120,9 @@ def test_unknown_repositories_and_untracked_branches_are_recorded_and_ignored(cl
 
 
 def test_installation_events_record_the_installation(client: TestClient, shared_corpus: Path) -> None:
-    from service.core.db import session_scope
-    from service.core.models import Repository
-    from service.records.repositories import register
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.core.models import Repository
+    from roofwatch.service.records.repositories import register
 
     created = example(shared_corpus, "installation/created.payload.json")
     name = created["repositories"][0]["full_name"]
@@ -142,9 +142,9 @@ def test_installation_events_record_the_installation(client: TestClient, shared_
 def test_every_github_payload_example_is_accepted_or_cleanly_ignored(client: TestClient, shared_corpus: Path,
                                                                      registered: bool, tmp_path: Path) -> None:
     """octokit/webhooks' examples, signed as GitHub signed them: none is refused, none is a 500."""
-    from service.core.db import session_scope
-    from service.core.models import WebhookDelivery
-    from service.records.repositories import register
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.core.models import WebhookDelivery
+    from roofwatch.service.records.repositories import register
 
     signatures = json.loads((shared_corpus / "webhooks" / "DERIVED-signatures.json").read_text())
     assert signatures["secret"] == SECRET

@@ -19,7 +19,7 @@ from sqlmodel import Session, create_engine, select
 from tests_support import roofwatch
 
 from roofwatch import testing as public_api
-from workers import bubblewrap
+from roofwatch.workers import bubblewrap
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -110,7 +110,7 @@ def _kernel_repository(repo: Path) -> str:
 
 
 def test_a_repository_with_its_own_kernels_suites_service_and_dashboard_uses_the_plugin(tmp_path: Path) -> None:
-    from service.core.models import Benchmark, Commit, Measurement, Run, SuiteExecution, TestOutcome
+    from roofwatch.service.core.models import Benchmark, Commit, Measurement, Run, SuiteExecution, TestOutcome
 
     repo, data = tmp_path / "acme", tmp_path / "data"
     sha = _kernel_repository(repo)

@@ -16,10 +16,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hostile_repo import Bait, attack_report, attacker_repo, daemons, victim_repo, victim_report
+from hostile_repo import ATTACK, Bait, attack_report, attacker_repo, daemons, suites, victim_repo, victim_report
+from sample_repo import commit, init
 from tests_support import roofwatch
 
-from workers import bubblewrap
+from roofwatch.workers import bubblewrap
 
 MIB = 1 << 20
 SECRETS = {"ROOFWATCH_GITHUB_TOKEN": "ghp_hostileTestToken0123456789abcdefABCD",
@@ -118,3 +119,99 @@ def test_without_the_sandbox_the_same_attacks_succeed(tmp_path: Path, listener: 
     assert found["planted_table"]
     # The hook lands in the victim's mirror, but hardened git (core.hooksPath) never runs it.
     assert found["victim_after"] == {"planted": [], "hooks": []}
+
+
+DISTRIBUTED_SECRETS = {"ROOFWATCH_GITHUB_TOKEN": "ghp_distributedHostileToken0123456789abcd",
+                       "ROOFWATCH_API_TOKEN": "api-token-the-worker-holds-7b3d",
+                       "ROOFWATCH_GITHUB_WEBHOOK_SECRET": "webhook-secret-the-worker-holds-5c8e"}
+
+
+@pytest.fixture
+def postgres_with_password() -> Iterator[tuple[str, str]]:
+    """A fresh PostgreSQL database and its URL carrying a password (the secret the suite hunts for)."""
+    from conftest import IN_CI, POSTGRES_ADMIN_URL, _postgres_reachable
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    problem = _postgres_reachable()
+    if problem:
+        if IN_CI:
+            pytest.fail(f"PostgreSQL not reachable ({problem}) — CI must run the distributed hostile test")
+        pytest.skip(f"PostgreSQL not reachable ({problem}); distributed hostile test skipped")
+    name = f"roofwatch_hostile_{random.randrange(16**10):010x}"
+    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    admin_url = make_url(POSTGRES_ADMIN_URL)
+    password = admin_url.password or "pg-password-the-suite-must-not-see-2d7f"
+    url = admin_url.set(database=name, password=password).render_as_string(hide_password=False)
+    try:
+        yield url, str(password)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.mark.redis
+@pytest.mark.postgres
+def test_every_attack_fails_in_a_worker_on_redis_and_postgres(tmp_path: Path, listener: Listener,
+                                                              postgres_with_password: tuple[str, str]) -> None:
+    """The attacker's suite, twice, through a real worker that holds every credential (a single-host
+    worker serves ingest, so it has the database): the second run shows what the first left behind."""
+    from sqlalchemy import create_engine, text
+    from worker_support import PrivateRedis, WorkerProcess
+
+    bubblewrap.check()
+    database_url, database_password = postgres_with_password
+    redis = PrivateRedis(tmp_path / "redis", password="redis-password-the-suite-must-not-see-8a1b")
+    redis.start()
+    bait = Bait(secrets=[*DISTRIBUTED_SECRETS.values(), str(redis.password), database_password],
+                markers=tmp_path / "markers", port=listener.port,
+                daemon=f"3600.{random.randrange(10**8):08d}", fill_bytes=16 * MIB, own_name="attacker")
+    bait.markers.mkdir()
+    repo = tmp_path / "attacker"
+    init(repo)
+    first = commit(repo, "Add the attack", {"attack.py": ATTACK, "bait.json": bait.json(),
+                                            "pyproject.toml": suites(("attack", "python attack.py"))}, 1)
+    second = commit(repo, "Attack again", {"NOTES.md": "again\n"}, 2)
+    service = {"ROOFWATCH_DATA_DIR": str(tmp_path / "service"), "ROOFWATCH_BROKER_URL": redis.url,
+               "ROOFWATCH_DATABASE_URL": database_url}
+    worker_data = tmp_path / "worker"
+    worker = WorkerProcess([], {**service, **DISTRIBUTED_SECRETS, "ROOFWATCH_DATA_DIR": str(worker_data),
+                                "ROOFWATCH_SUITE_FILE_SIZE_LIMIT": str(32 * MIB),
+                                "ROOFWATCH_SUITE_PRIVATE_SIZE": str(8 * MIB)}, tmp_path / "worker.log")
+    engine = create_engine(database_url.replace("postgresql://", "postgresql+psycopg://", 1))
+    survivors: list[int] = []
+    try:
+        roofwatch(["db", "upgrade"], service)
+        worker.start()
+        roofwatch(["run", "--repo", str(repo), "--rev", first, "--rev", second], service, check=False, timeout=300)
+        # The worker is still running: only the sandbox's PID namespace can have ended the daemon.
+        survivors = daemons(bait.daemon)
+        with engine.connect() as connection:
+            outputs = [row.output_tail for row in connection.execute(text(
+                "SELECT output_tail FROM suiteexecution WHERE name = 'attack' ORDER BY id"))]
+    finally:
+        for pid in survivors:
+            os.kill(pid, signal.SIGKILL)
+        worker.stop()
+        redis.stop()
+        engine.dispose()
+
+    assert len(outputs) == 2, (tmp_path / "worker.log").read_text()[-3000:]
+    for output in outputs:
+        assert attack_report(output) == {
+            "parent-environ": "blocked", "every-environ": "blocked", "database-read": "blocked",
+            "database-write": "blocked", "mirror-objects": "blocked", "mirror-hook": "blocked",
+            "foreign-home": "blocked", "home-persists": "blocked", "daemon-started": "succeeded",
+            "network": "blocked", "fill-tmpdir": "blocked", "fill-home": "blocked",
+        }, output
+        assert not any(secret in output for secret in bait.secrets)
+    assert survivors == [], "a daemon outlived its suite while the worker ran on"
+    assert listener.received == []
+    # Nothing of the first run reached the second, nor the worker's data dir: no hook ran, no
+    # usercustomize.py was left anywhere, the mirror holds no planted hook.
+    assert list(bait.markers.iterdir()) == []
+    assert list(worker_data.rglob("usercustomize.py")) == []
+    assert list(worker_data.glob("mirrors/*/hooks/post-checkout")) == []

@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import delete
 from sqlmodel import col, select
 
-from service.core import keys, links
-from service.core.models import Commit, Comparison, Repository, Run
+from roofwatch.service.core import keys, links
+from roofwatch.service.core.models import Commit, Comparison, Repository, Run
 
 SHA, OTHER = "a" * 40, "b" * 40
 
@@ -40,7 +40,7 @@ def keyed_rows(database_url: str, roofwatch_env: Path, monkeypatch: pytest.Monke
     """Two manual runs and one manual comparison for each of NAMES, on SQLite and on PostgreSQL."""
     from conftest import _reset_caches
 
-    from service.core.db import migrate, session_scope
+    from roofwatch.service.core.db import migrate, session_scope
 
     monkeypatch.setenv("ROOFWATCH_DATABASE_URL", database_url)
     _reset_caches()
@@ -70,7 +70,7 @@ def keyed_rows(database_url: str, roofwatch_env: Path, monkeypatch: pytest.Monke
 @pytest.mark.usefixtures("keyed_rows")
 @pytest.mark.parametrize("name", NAMES)
 def test_prefix_look_ups_match_the_name_literally(name: str) -> None:
-    from service.core.db import session_scope
+    from roofwatch.service.core.db import session_scope
 
     with session_scope() as session:
         repository = session.exec(select(Repository).where(Repository.full_name == name)).one()
@@ -88,7 +88,7 @@ def test_prefix_look_ups_match_the_name_literally(name: str) -> None:
 
 
 def test_links_are_absolute_on_the_public_url(monkeypatch: pytest.MonkeyPatch, roofwatch_env: Path) -> None:
-    from service.core.config import get_settings
+    from roofwatch.service.core.config import get_settings
 
     monkeypatch.setenv("ROOFWATCH_PUBLIC_URL", "https://perf.example.com/roofwatch/")
     get_settings.cache_clear()

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from celery import Celery, signals
 
-from workers import logs
-from workers.logs import configure_logging, current_context, install_celery_logging, log_context, task_fields
+from roofwatch.workers import logs
+from roofwatch.workers.logs import configure_logging, current_context, install_celery_logging, log_context, task_fields
 
 SHA = "3f2a" + "0" * 36
 
@@ -151,17 +151,17 @@ def test_an_eager_task_logs_with_its_run_id(stream: io.StringIO) -> None:
 
     @app.task(name="roofwatch.analyze")
     def analyze(run_id: int) -> None:
-        logging.getLogger("service.tasks").info("run %s: analysing", run_id)
+        logging.getLogger("roofwatch.service.tasks").info("run %s: analysing", run_id)
 
     @app.task(name="roofwatch.finish_pull_request")
     def finish(comparison_id: int) -> None:
-        logging.getLogger("service.tasks").info("comparison %s: finishing", comparison_id)
+        logging.getLogger("roofwatch.service.tasks").info("comparison %s: finishing", comparison_id)
         analyze.delay(5)  # eager inside eager: its own run id, then back to the comparison
-        logging.getLogger("service.tasks").info("comparison %s: done", comparison_id)
+        logging.getLogger("roofwatch.service.tasks").info("comparison %s: done", comparison_id)
 
     finish.delay(3)
-    logging.getLogger("service.tasks").info("outside")
-    lines = [line for line in json_lines(stream) if line["logger"] == "service.tasks"]
+    logging.getLogger("roofwatch.service.tasks").info("outside")
+    lines = [line for line in json_lines(stream) if line["logger"] == "roofwatch.service.tasks"]
     assert [line["message"] for line in lines] == [
         "comparison 3: finishing", "run 5: analysing", "comparison 3: done", "outside"]
     start, inner, done, outside = lines

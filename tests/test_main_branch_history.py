@@ -17,7 +17,7 @@ import pytest
 from planted_history import PlannedCommit, PlantedHistory, check_id, plant_history
 from tests_support import roofwatch
 
-from service.core.db import downgrade
+from roofwatch.service.core.db import downgrade
 
 BASE = 0.02
 FAST_MATMUL, SLOW_MATMUL = 0.02, 0.10

@@ -19,8 +19,17 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from prometheus_client.parser import text_string_to_metric_families
 from sqlmodel import Session
 
-from service.core.db import downgrade, make_engine, migrate
-from service.core.models import RUN_STATES, Commit, Device, GitHubReport, Repository, Run, WebhookDelivery, utcnow
+from roofwatch.service.core.db import downgrade, make_engine, migrate
+from roofwatch.service.core.models import (
+    RUN_STATES,
+    Commit,
+    Device,
+    GitHubReport,
+    Repository,
+    Run,
+    WebhookDelivery,
+    utcnow,
+)
 
 Samples = dict[str, dict[tuple[tuple[str, str], ...], float]]
 
@@ -109,7 +118,7 @@ def client_for(monkeypatch: pytest.MonkeyPatch, database_url: str | None = None,
     if broker_url:
         monkeypatch.setenv("ROOFWATCH_BROKER_URL", broker_url)
     _reset_caches()
-    from service.api.app import create_app
+    from roofwatch.service.api.app import create_app
 
     return TestClient(create_app())
 
@@ -168,7 +177,7 @@ def test_broker_metrics(redis_url: str, metrics_env: pytest.MonkeyPatch, tmp_pat
 
         # Real Celery messages: one routed to `cpu`, two to an H200 queue (one at a priority, which
         # Redis keeps in a list of its own).
-        from workers.celery_app import make_app
+        from roofwatch.workers.celery_app import make_app
 
         celery = make_app()
         celery.send_task("roofwatch.analyze", args=[1])

@@ -7,8 +7,8 @@ from alembic.migration import MigrationContext
 from sqlalchemy import create_engine, inspect
 from sqlmodel import SQLModel
 
-import service.core.models  # noqa: F401
-from service.core.db import downgrade, migrate
+import roofwatch.service.core.models  # noqa: F401
+from roofwatch.service.core.db import downgrade, migrate
 
 TABLES = {"repository", "commit", "device", "run", "suiteexecution", "benchmark",
           "measurement", "testoutcome", "change", "webhookdelivery", "alembic_version"}

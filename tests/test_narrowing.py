@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from service.core.db import migrate, session_scope
-from service.core.keys import bisect_key
-from service.core.models import Benchmark, Change, Commit, Device, Measurement, Repository, Run
-from service.flows import narrowing as bisect
-from service.flows.narrowing import Bisect
+from roofwatch.service.core.db import migrate, session_scope
+from roofwatch.service.core.keys import bisect_key
+from roofwatch.service.core.models import Benchmark, Change, Commit, Device, Measurement, Repository, Run
+from roofwatch.service.flows import narrowing as bisect
+from roofwatch.service.flows.narrowing import Bisect
 
 SHAS = [f"{i:040x}" for i in range(1, 8)]  # good end, five unmeasured commits, bad end
 BEFORE, AFTER = 1.0e-3, 3.0e-3  # a 3x slowdown

@@ -18,7 +18,14 @@ from typing import Any
 
 import pytest
 
-from service.github.comment import MARKER, MAX_COMMENT_CHARS, ReportContext, Summary, render_comment, summarize
+from roofwatch.service.github.comment import (
+    MARKER,
+    MAX_COMMENT_CHARS,
+    ReportContext,
+    Summary,
+    render_comment,
+    summarize,
+)
 
 GOLDEN = Path(__file__).parent / "golden" / "pr_comment"
 UPDATE = os.environ.get("ROOFWATCH_UPDATE_GOLDEN") == "1"

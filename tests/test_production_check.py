@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from service.core.config import Settings
+from roofwatch.service.core.config import Settings
 
 STRONG = "s3cr3t-" + "x" * 40
 GOOD = {"environment": "production", "api_token": STRONG, "github_webhook_secret": STRONG + "w",

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from service.cli.progress import Purposes, describe
-from workers.progress import Activity, announce, local_activity
+from roofwatch.service.cli.progress import Purposes, describe
+from roofwatch.workers.progress import Activity, announce, local_activity
 
 GOOD, BAD = "3f2a9c1" + "0" * 33, "8e0b7d2" + "1" * 33
 
@@ -41,8 +41,8 @@ def test_announcements_reach_the_listener_of_this_context_only() -> None:
 
 
 def test_purposes_come_from_the_run_and_the_comparison(roofwatch_env: Path) -> None:
-    from service.core.db import migrate, session_scope
-    from service.core.models import Commit, Comparison, Repository, Run
+    from roofwatch.service.core.db import migrate, session_scope
+    from roofwatch.service.core.models import Commit, Comparison, Repository, Run
 
     migrate()
     with session_scope() as session:

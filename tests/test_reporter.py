@@ -6,7 +6,7 @@ import threading
 
 from sqlalchemy import Engine, create_engine
 
-from service.github.reporter import Reporter
+from roofwatch.service.github.reporter import Reporter
 
 ENGINE: Engine = create_engine("sqlite://")
 

@@ -15,7 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from service.cli.main import app
+from roofwatch.service.cli.main import app
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -43,8 +43,8 @@ def changes(*repo: str) -> list[dict[str, object]]:
 
 def register_local(path: Path) -> str:
     """What `roofwatch run --repo PATH` does first: register the path as ``local/<name>``."""
-    from service.core.db import session_scope
-    from service.records.repositories import resolve_repository
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.records.repositories import resolve_repository
 
     with session_scope() as session:
         return resolve_repository(session, str(path)).full_name
@@ -103,7 +103,7 @@ def test_compare_of_an_unknown_repository_is_an_error_naming_it(seeded_copy: Pat
 
 
 def test_the_api_names_repositories_like_run(seeded_copy: Path) -> None:
-    from service.api.app import create_app
+    from roofwatch.service.api.app import create_app
 
     client = TestClient(create_app())
     by_name = client.get("/api/changes", params={"repo": "acme/kernels"}).json()

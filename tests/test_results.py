@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from workers.envelope import OutcomeRecord
-from workers.errors import ResultFileError
-from workers.results import parse_benchmark_json, parse_junit
+from roofwatch.workers.envelope import OutcomeRecord
+from roofwatch.workers.errors import ResultFileError
+from roofwatch.workers.results import parse_benchmark_json, parse_junit
 
 BENCH_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "formats" / "pytest-benchmark"
 CORPUS_FILES = sorted(BENCH_CORPUS.rglob("*.json")) if BENCH_CORPUS.is_dir() else []

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from sample_repo import BENCH, CHECKS, GOOD_KERNEL, build_history, commit, init
 
-from workers.envelope import DeviceInfo, Envelope, SuiteResult
-from workers.runner import Job, run_job
+from roofwatch.workers.envelope import DeviceInfo, Envelope, SuiteResult
+from roofwatch.workers.runner import Job, run_job
 
 DEVICE = DeviceInfo(device_class="CPU test", fingerprint="test")
 

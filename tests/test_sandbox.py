@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from workers import sandbox
+from roofwatch.workers import sandbox
 
 SECRETS = {
     "ROOFWATCH_GITHUB_TOKEN": "ghs_roofwatch_secret",
@@ -162,7 +162,7 @@ def test_suite_dies_with_the_process_that_started_it(tmp_path: Path) -> None:
         f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(600)\n")
     script = tmp_path / "worker.py"
     script.write_text(
-        "from pathlib import Path\nfrom workers import sandbox\n"
+        "from pathlib import Path\nfrom roofwatch.workers import sandbox\n"
         f"sandbox.run(['python', 'suite.py'], Path({str(tmp_path)!r}), sandbox.scrubbed_env(), 600, 1000)\n")
     parent = subprocess.Popen([sys.executable, str(script)], cwd=Path(__file__).resolve().parents[1],
                               env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
@@ -176,3 +176,23 @@ def test_suite_dies_with_the_process_that_started_it(tmp_path: Path) -> None:
     while is_alive(suite) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not is_alive(suite), "the suite outlived the worker that started it"
+
+
+def test_private_home_is_in_memory_and_capped_inside_a_writable_folder(tmp_path: Path) -> None:
+    """HOME lies inside the writable result folder; the folder's bind must not replace it with the host's."""
+    from roofwatch.workers import bubblewrap
+
+    bubblewrap.check()
+    scratch = tmp_path / "scratch"
+    (scratch / "home").mkdir(parents=True)
+    isolation = bubblewrap.Isolation(writable=(scratch,), private=(scratch / "home",), private_size=1 << 20,
+                                     devices=())
+    code = ("import errno, os\n"
+            "try:\n"
+            f"    open({str(scratch / 'home' / 'filler')!r}, 'wb').write(b'x' * (4 << 20))\n"
+            "except OSError as exc:\n"
+            "    print(errno.errorcode[exc.errno])\n")
+    done = sandbox.run(["python", "-c", code], scratch, sandbox.scrubbed_env(), 30, 10_000,
+                       sandbox.Confinement(isolation=isolation))
+    assert done.output.strip() == "ENOSPC", done.output
+    assert list((scratch / "home").iterdir()) == []  # nothing reached the host's folder

@@ -11,12 +11,12 @@ import redis
 from celery import Celery
 from sqlmodel import select
 
-from service.core.db import session_scope
-from service.core.models import Device, Repository, Run, utcnow
-from service.flows import nightly
-from service.records.repositories import register
-from workers import redelivery
-from workers.device import probe
+from roofwatch.service.core.db import session_scope
+from roofwatch.service.core.models import Device, Repository, Run, utcnow
+from roofwatch.service.flows import nightly
+from roofwatch.service.records.repositories import register
+from roofwatch.workers import redelivery
+from roofwatch.workers.device import probe
 
 
 def _register(name: str, clone_url: str, branch: str = "main") -> None:
@@ -26,7 +26,7 @@ def _register(name: str, clone_url: str, branch: str = "main") -> None:
 
 def test_nightly_run_measures_each_default_branch_once_a_night(
         roofwatch_env: Path, sample_history: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
-    from service.core.db import migrate
+    from roofwatch.service.core.db import migrate
 
     migrate()
     repo, shas = sample_history
@@ -49,8 +49,8 @@ def test_nightly_run_measures_each_default_branch_once_a_night(
 
 
 def test_a_worker_announces_its_device_before_any_run(roofwatch_env: Path) -> None:
-    from service.core.db import migrate
-    from service.tasks import register_device
+    from roofwatch.service.core.db import migrate
+    from roofwatch.service.tasks import register_device
 
     migrate()
     info = probe()
@@ -63,11 +63,11 @@ def test_a_worker_announces_its_device_before_any_run(roofwatch_env: Path) -> No
 
 def test_a_lost_measuring_task_errors_its_run_instead_of_leaving_it_running(
         roofwatch_env: Path, sample_history: tuple[Path, dict[str, str]]) -> None:
-    from service.core.db import migrate
-    from service.flows.dispatch import task_id_for_run
-    from service.records.runs import create_run, upsert_commit
-    from service.tasks import measuring_lost
-    from workers import checkout
+    from roofwatch.service.core.db import migrate
+    from roofwatch.service.flows.dispatch import task_id_for_run
+    from roofwatch.service.records.runs import create_run, upsert_commit
+    from roofwatch.service.tasks import measuring_lost
+    from roofwatch.workers import checkout
 
     migrate()
     repo, shas = sample_history

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from sample_repo import PYPROJECT
 
-from workers.errors import SuiteConfigError
-from workers.suite_config import load_suites
+from roofwatch.workers.errors import SuiteConfigError
+from roofwatch.workers.suite_config import load_suites
 
 PROJECT = '[project]\nname = "k"\nversion = "0"\n'
 

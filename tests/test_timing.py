@@ -37,7 +37,7 @@ from roofwatch.timing import (
     relative_halfwidth,
     sample_adaptively,
 )
-from workers.results import parse_benchmark_json
+from roofwatch.workers.results import parse_benchmark_json
 
 # --- the confidence interval of the median -------------------------------------------------
 

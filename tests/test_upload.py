@@ -17,8 +17,8 @@ from sample_repo import commit, init
 from sqlmodel import func, select
 from tests_support import roofwatch
 
-from service.github import reporter
-from service.records.upload_formats import UploadFormatError, read_results
+from roofwatch.service.github import reporter
+from roofwatch.service.records.upload_formats import UploadFormatError, read_results
 
 REPO = "acme/legacy-kernels"
 TOKEN = "upload-token"
@@ -116,9 +116,9 @@ def upload_client(roofwatch_env: Path, fake_github: FakeGitHub, legacy_repo: dic
                         "API_TOKEN": TOKEN, "PUBLIC_URL": "http://roofwatch.test"}.items():
         monkeypatch.setenv(f"ROOFWATCH_{name}", value)
     _reset_caches()
-    from service.api.app import create_app
-    from service.core.db import migrate, session_scope
-    from service.records.repositories import register
+    from roofwatch.service.api.app import create_app
+    from roofwatch.service.core.db import migrate, session_scope
+    from roofwatch.service.records.repositories import register
 
     migrate()
     with session_scope() as session:
@@ -133,8 +133,8 @@ def _post(client: TestClient, path: Path, token: str = TOKEN, **params: object):
 
 
 def _counts() -> tuple[int, int]:
-    from service.core.db import session_scope
-    from service.core.models import Measurement, Run
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.core.models import Measurement, Run
 
     with session_scope() as session:
         return (session.exec(select(func.count()).select_from(Run)).one(),
@@ -205,3 +205,27 @@ def test_the_cli_uploads_and_refuses_bad_input(roofwatch_env: Path, legacy_repo:
     gone = roofwatch(["upload", str(nvbench), "--repo", REPO, "--commit", "no-such-ref",
                       "--device-class", "Quadro GP100"], env, check=False)
     assert gone.returncode == 2 and "is not a commit of" in gone.stderr
+
+
+def test_an_uploaded_file_is_stored_redacted(roofwatch_env: Path, legacy_repo: dict[str, str],
+                                             shared_corpus: Path, tmp_path: Path) -> None:
+    """A team's result file is text from its CI: a token or a credentialed URL in it is never stored."""
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.core.models import Benchmark, Run
+
+    token = "ghp_" + "A1b2C3d4E5" * 4
+    data = json.loads((shared_corpus / "formats" / PDFMINER / "0001_baseline.json").read_text())
+    first = data["benchmarks"][0]
+    first["name"] = first["fullname"] = f"test_fetch[https://ci:{token}@git.example.com/acme.git]"
+    leaky = tmp_path / "leaky.json"
+    leaky.write_text(json.dumps(data))
+    env = {"ROOFWATCH_DATA_DIR": str(roofwatch_env)}
+    roofwatch(["repo", "add", REPO, "--clone-url", legacy_repo["path"]], env)
+    roofwatch(["upload", str(leaky), "--repo", REPO, "--commit", legacy_repo["base"],
+               "--device-class", "NVIDIA H100 80GB HBM3"], env)
+    with session_scope() as session:
+        names = [b.name for b in session.exec(select(Benchmark)).all()]
+        logs = [r.log_excerpt for r in session.exec(select(Run)).all()]
+    assert len(names) == len(data["benchmarks"])
+    assert any("https://***@git.example.com" in name for name in names)
+    assert token not in repr(names) + repr(logs)

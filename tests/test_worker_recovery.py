@@ -21,7 +21,7 @@ from sqlalchemy.engine import Engine, make_url
 from tests_support import roofwatch
 from worker_support import OutageProxy, PrivateRedis, WorkerProcess, suite_repo, wait_for
 
-from workers.device import probe, queue_name
+from roofwatch.workers.device import probe, queue_name
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
 
@@ -268,7 +268,7 @@ def test_revoked_run_stops_its_suite_and_stays_revoked_across_a_restart(cluster:
     """What superseding a pull request's older head relies on: revoke(terminate=True)."""
     from celery import Celery
 
-    from service.flows.dispatch import task_id_for_run
+    from roofwatch.service.flows.dispatch import task_id_for_run
 
     repo = tmp_path / "repo"
     suite_repo(repo, {"correctness": SLOW_SUITE}, {"checks/test_slow.py": slow_check(cluster.markers, 60)})

@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from service.core.config import get_settings
-from workers import worker
-from workers.device import probe, queue_name
-from workers.settings import get_worker_settings
+from roofwatch.service.core.config import get_settings
+from roofwatch.workers import worker
+from roofwatch.workers.device import probe, queue_name
+from roofwatch.workers.settings import get_worker_settings
 
 
 def test_gpu_worker_is_named_after_its_gpu_and_serves_only_its_queue() -> None:
@@ -48,7 +48,7 @@ def test_production_gpu_worker_starts_with_no_service_credentials() -> None:
     """A production GPU worker imports its Celery app and tasks holding only a broker URL."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ROOFWATCH_")}
     env |= {"ROOFWATCH_ENVIRONMENT": "production", "ROOFWATCH_BROKER_URL": "redis://127.0.0.1:6379/9"}
-    code = ("import sys, workers.celery_app, workers.tasks; "
+    code = ("import sys, roofwatch.workers.celery_app, roofwatch.workers.tasks; "
             "print(sorted(m for m in sys.modules if m.startswith('service.') and 'analysis' not in m))")
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

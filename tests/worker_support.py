@@ -38,24 +38,27 @@ def wait_for(condition: Callable[[], object], timeout: float, what: str, every: 
 
 
 class PrivateRedis:
-    """``redis-server`` on a free port that a test may stop and start again."""
+    """``redis-server`` on a free port that a test may stop and start again; ``password`` sets ``requirepass``."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, password: str | None = None) -> None:
         self.directory = directory
+        self.password = password
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
         directory.mkdir(parents=True, exist_ok=True)
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
         binary = shutil.which("redis-server")
         assert binary, "redis-server is not installed"
         self.process = subprocess.Popen(
             [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.directory),
-             "--appendonly", "yes", "--appendfsync", "always", "--save", ""],
+             "--appendonly", "yes", "--appendfsync", "always", "--save", "",
+             *(["--requirepass", self.password] if self.password else [])],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for(self._answers, 10, "redis-server to answer")
 
@@ -68,6 +71,10 @@ class PrivateRedis:
     def _answers(self) -> bool:
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
+                if self.password:
+                    sock.sendall(f"AUTH {self.password}\r\n".encode())
+                    if not sock.recv(16).startswith(b"+OK"):
+                        return False
                 sock.sendall(b"PING\r\n")
                 return sock.recv(16).startswith(b"+PONG")
         except OSError:

@@ -14,7 +14,7 @@ the commit's own table, or the repository's stored config the job carries, by th
 precedence, with any ``suites_from`` backfill laid over both worktrees, so a comparison of a
 repository tracked from outside measures the same series its runs do.
 
-After ``min_rounds`` the worker asks ``service.analysis.abtest`` (pure numbers, no database)
+After ``min_rounds`` the worker asks ``roofwatch.service.analysis.abtest`` (pure numbers, no database)
 whether every benchmark has a verdict; inconclusive ones get more rounds up to
 ``max_rounds``. The result is an ``ABEnvelope``; like every envelope it holds no credentials.
 """
@@ -28,14 +28,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from service.analysis import abtest
-from workers import checkout
-from workers.device import probe
-from workers.envelope import ABEnvelope, CommitRecord, DeviceInfo, RoundRecord, SuiteResult
-from workers.errors import CheckoutError, SuiteConfigError
-from workers.external_suites import noted, prepare_suites
-from workers.runner import run_suite
-from workers.suite_config import SuiteSpec
+from roofwatch.service.analysis import abtest
+from roofwatch.workers import checkout
+from roofwatch.workers.device import probe
+from roofwatch.workers.envelope import ABEnvelope, CommitRecord, DeviceInfo, RoundRecord, SuiteResult
+from roofwatch.workers.errors import CheckoutError, SuiteConfigError
+from roofwatch.workers.external_suites import noted, prepare_suites
+from roofwatch.workers.runner import run_suite
+from roofwatch.workers.suite_config import SuiteSpec
 
 log = logging.getLogger(__name__)
 

@@ -8,6 +8,11 @@ the system (read-only), the interpreter roofwatch runs under (read-only), the pa
 names writable (the worktree, the result folder) or read-only (the setup cache), and empty
 in-memory folders for HOME and TMPDIR. Nothing else exists in it: not the data dir with its
 mirrors and database, not another repository's files, not the operator's home.
+
+``/tmp`` and ``/run`` are empty in-memory folders too. An interpreter that lives under one of
+them (a CI runner's virtualenv, a checkout in a temp dir) is mounted into them afterwards, and
+only its own folders are: the rest of the host's ``/tmp`` stays out, and should the data dir
+lie inside one of those folders, it is covered again by an empty read-only folder.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from workers.errors import SandboxUnavailable
+from roofwatch.workers.errors import SandboxUnavailable
 
 # Read-only system folders; whichever exist on this host are mounted.
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys")
@@ -34,6 +39,8 @@ ETC_ENTRIES = ("passwd", "group", "hosts", "resolv.conf", "nsswitch.conf", "host
 # The GPU: NVIDIA's device nodes, passed through as devices (the rest of /dev is a minimal one).
 GPU_DEVICE_GLOBS = ("nvidia*", "nvidia-caps", "dri")
 GIB = 1024 ** 3
+# Folders that are empty and in memory in every sandbox; never mounted whole from the host.
+TMPFS_ROOTS = (Path("/"), Path("/tmp"), Path("/run"))
 
 
 @dataclass(frozen=True)
@@ -47,6 +54,9 @@ class Isolation:
     network: bool = False
     private_size: int = GIB
     devices: tuple[Path, ...] = field(default_factory=lambda: gpu_devices())
+    # Never visible, even inside a folder that is (the data dir under the interpreter's prefix);
+    # ``writable`` and ``readable`` paths inside them still are.
+    hidden: tuple[Path, ...] = ()
 
 
 def gpu_devices(dev: Path = Path("/dev")) -> tuple[Path, ...]:
@@ -76,6 +86,12 @@ def _ro(paths: Iterable[Path | str]) -> list[str]:
     return [arg for path in paths if Path(path).exists() for arg in ("--ro-bind", str(path), str(path))]
 
 
+def _covered(isolation: Isolation, shown: Iterable[Path]) -> list[Path]:
+    """The hidden paths that exist inside (or are) a folder in ``shown``."""
+    return [path for path in isolation.hidden
+            if path.exists() and any(path == folder or folder in path.parents for folder in shown)]
+
+
 def command(argv: list[str], isolation: Isolation, binary: str = "bwrap", cwd: Path | None = None) -> list[str]:
     """``argv`` wrapped in bwrap; order matters: later mounts cover earlier ones."""
     args = [binary, "--unshare-all", "--die-with-parent", "--new-session"]
@@ -83,15 +99,25 @@ def command(argv: list[str], isolation: Isolation, binary: str = "bwrap", cwd: P
         args.append("--share-net")
     args += _ro(SYSTEM_DIRS)
     args += _ro(Path("/etc") / name for name in ETC_ENTRIES)
-    args += _ro(interpreter_dirs())
     args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run"]
+    # After the in-memory /tmp and /run, so an interpreter under either is not covered by them.
+    interpreter = [path for path in interpreter_dirs() if path not in TMPFS_ROOTS]
+    args += _ro(interpreter)
+    hidden = _covered(isolation, interpreter)
+    for path in hidden:
+        args += ["--tmpfs", str(path)]
     for device in isolation.devices:
         args += ["--dev-bind-try", str(device), str(device)]
-    for path in isolation.private:
-        args += ["--size", str(isolation.private_size), "--perms", "0700", "--tmpfs", str(path)]
     args += _ro(isolation.readable)
     for path in isolation.writable:
         args += ["--bind", str(path), str(path)]
+    # After the writable binds: HOME and TMPDIR lie inside the writable result folder, whose bind
+    # would otherwise cover them with the host's folders, on disk and without the size cap.
+    for path in isolation.private:
+        args += ["--size", str(isolation.private_size), "--perms", "0700", "--tmpfs", str(path)]
+    # Read-only only now: the worktree's mount point inside a hidden data dir had to be made first.
+    for path in hidden:
+        args += ["--remount-ro", str(path)]
     if cwd is not None:
         args += ["--chdir", str(cwd)]
     return [*args, "--", *argv]

@@ -10,7 +10,7 @@ random, never zeros. Each figure is the best sample of an adaptive ``roofwatch.t
 milliseconds; ``HostTimer`` on a CPU, which is then the device): the roofs must be the highest
 rates reachable, so that an honest kernel never lands above them.
 
-``python -m workers.calibrate [--gpu N]`` prints the calibration as JSON; a worker runs it
+``python -m roofwatch.workers.calibrate [--gpu N]`` prints the calibration as JSON; a worker runs it
 that way (``calibrated``) so that its own long-lived process never holds a CUDA context, and
 caches the result under its data dir by device fingerprint, so a restart does not measure again.
 """
@@ -31,11 +31,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from roofwatch.roofline import Peaks
 from roofwatch.timing import GpuTimer, GraphPolicy, HostTimer, StoppingRule, Timer, WarmUp
-from suites.roofline import Peaks
-from workers.cache_sizes import cpu_caches, gpu_caches
-from workers.envelope import DeviceInfo
-from workers.errors import CalibrationError
+from roofwatch.workers.cache_sizes import cpu_caches, gpu_caches
+from roofwatch.workers.envelope import DeviceInfo
+from roofwatch.workers.errors import CalibrationError
 
 log = logging.getLogger(__name__)
 
@@ -346,8 +346,8 @@ def with_peaks(info: DeviceInfo, calibration: Calibration) -> DeviceInfo:
 
 
 def calibrate_in_subprocess(gpu: int | None = None, timeout_s: float = CALIBRATION_TIMEOUT_S) -> Calibration:
-    """``python -m workers.calibrate`` in a child process; its CUDA context dies with it."""
-    command = [sys.executable, "-m", "workers.calibrate", *(["--gpu", str(gpu)] if gpu is not None else [])]
+    """``python -m roofwatch.workers.calibrate`` in a child process; its CUDA context dies with it."""
+    command = [sys.executable, "-m", "roofwatch.workers.calibrate", *(["--gpu", str(gpu)] if gpu is not None else [])]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired as exc:
@@ -380,7 +380,7 @@ def calibrated(info: DeviceInfo, data_dir: Path,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m workers.calibrate", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m roofwatch.workers.calibrate", description=__doc__.splitlines()[0])
     parser.add_argument("--gpu", type=int, default=None, help="CUDA device index (default: 0, or the CPU)")
     args = parser.parse_args(argv)
     try:

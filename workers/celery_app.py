@@ -12,8 +12,8 @@ from __future__ import annotations
 from celery import Celery
 from celery.schedules import crontab
 
-from workers.redelivery import VISIBILITY_TIMEOUT_S
-from workers.settings import get_worker_settings
+from roofwatch.workers.redelivery import VISIBILITY_TIMEOUT_S
+from roofwatch.workers.settings import get_worker_settings
 
 INGEST_QUEUE = "ingest"
 CPU_QUEUE = "cpu"
@@ -21,7 +21,7 @@ CPU_QUEUE = "cpu"
 
 def make_app() -> Celery:
     settings = get_worker_settings()
-    app = Celery("roofwatch", include=["workers.tasks", "service.tasks"])
+    app = Celery("roofwatch", include=["roofwatch.workers.tasks", "roofwatch.service.tasks"])
     app.conf.update(
         broker_url=settings.broker_url or "memory://",
         result_backend=settings.broker_url or "cache+memory://",

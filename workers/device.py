@@ -13,7 +13,7 @@ import socket
 from importlib import metadata
 from pathlib import Path
 
-from workers.envelope import DeviceInfo
+from roofwatch.workers.envelope import DeviceInfo
 
 
 def _version(package: str) -> str:

@@ -20,11 +20,11 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from workers import checkout
-from workers.envelope import SuiteResult
-from workers.errors import SuiteConfigError, UnknownRevision
-from workers.redaction import redact
-from workers.suite_config import SuiteSpec, load_suites, roofwatch_table, suites_in
+from roofwatch.workers import checkout
+from roofwatch.workers.envelope import SuiteResult
+from roofwatch.workers.errors import SuiteConfigError, UnknownRevision
+from roofwatch.workers.redaction import redact
+from roofwatch.workers.suite_config import SuiteSpec, load_suites, roofwatch_table, suites_in
 
 
 @dataclass(frozen=True)

@@ -3,12 +3,14 @@
 ``configure_logging`` installs one handler on the root logger. A filter on it copies the current
 context — set with ``log_context(run_id=12)``, and by Celery's ``task_prerun`` / ``task_postrun``
 for every task — onto each record, so a line logged anywhere below (the runner, the sandbox,
-SQLAlchemy) carries it without being passed ids. The context lives in a ``contextvars`` variable:
+SQLAlchemy) carries it without being passed ids. Another takes secrets out of every line,
+message and traceback alike (``roofwatch.workers.redaction``: credentials in URLs, token shapes, the
+configured secrets). The context lives in a ``contextvars`` variable:
 it follows the code through calls and eager tasks, never leaks across threads or past its block.
 
 ``ROOFWATCH_LOG_FORMAT=json`` gives one object per line for a log shipper::
 
-    {"ts": "2025-05-01T12:00:03.412000+00:00", "level": "INFO", "logger": "workers.tasks",
+    {"ts": "2025-05-01T12:00:03.412000+00:00", "level": "INFO", "logger": "roofwatch.workers.tasks",
      "message": "run 12: measuring acme/kernels@3f2a…", "run_id": 12, "task_name": "roofwatch.run_commit", …}
 
 so ``jq 'select(.run_id == 12)'`` over the logs of every host follows one run from the webhook to
@@ -29,6 +31,8 @@ from typing import IO, Any, Literal
 from celery import signals
 from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
+
+from roofwatch.workers.redaction import RedactingFilter
 
 LogFormat = Literal["text", "json"]
 
@@ -83,7 +87,7 @@ class ContextFilter(logging.Filter):
 
 
 class TextFormatter(logging.Formatter):
-    """``2025-05-01T12:00:03.412Z INFO    workers.tasks: run 12: measuring …  run=12 task=roofwatch.run_commit``."""
+    """``2025-05-01T12:00:03.412Z INFO    roofwatch.workers.tasks: run 12: measuring …  run=12 task=roofwatch.run_commit``."""
 
     converter = time.gmtime  # type: ignore[assignment]  # hosts in several time zones: their lines line up in UTC
     default_time_format = "%Y-%m-%dT%H:%M:%S"
@@ -133,6 +137,7 @@ def configure_logging(fmt: LogFormat = "text", level: str = "info", stream: IO[s
     handler.set_name(HANDLER_NAME)
     handler.setFormatter(JsonLineFormatter() if fmt == "json" else TextFormatter())
     handler.addFilter(ContextFilter())
+    handler.addFilter(RedactingFilter())
     root = logging.getLogger()
     for old in [h for h in root.handlers if h.get_name() == HANDLER_NAME]:
         root.removeHandler(old)

@@ -12,8 +12,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from workers.envelope import MeasurementRecord, OutcomeRecord
-from workers.errors import ResultFileError
+from roofwatch.workers.envelope import MeasurementRecord, OutcomeRecord
+from roofwatch.workers.errors import ResultFileError
 
 MESSAGE_LIMIT = 4000
 

@@ -17,16 +17,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from workers import bubblewrap, checkout, sandbox
-from workers.compiled.artifacts_file import failure_summary, parse_compiled_json
-from workers.compiled.install import PLUGIN, install_plugin, with_plugin_path
-from workers.device import probe
-from workers.envelope import CommitRecord, DeviceInfo, Envelope, SuiteResult
-from workers.errors import CheckoutError, ResultFileError, SuiteConfigError
-from workers.external_suites import noted, prepare_suites
-from workers.results import parse_benchmark_json, parse_junit
-from workers.settings import get_worker_settings
-from workers.suite_config import SuiteSpec
+from roofwatch.workers import bubblewrap, checkout, sandbox
+from roofwatch.workers.compiled.artifacts_file import failure_summary, parse_compiled_json
+from roofwatch.workers.compiled.install import PLUGIN, install_plugin, with_plugin_path
+from roofwatch.workers.device import probe
+from roofwatch.workers.envelope import CommitRecord, DeviceInfo, Envelope, SuiteResult
+from roofwatch.workers.errors import CheckoutError, ResultFileError, SuiteConfigError
+from roofwatch.workers.external_suites import noted, prepare_suites
+from roofwatch.workers.results import parse_benchmark_json, parse_junit
+from roofwatch.workers.settings import get_worker_settings
+from roofwatch.workers.suite_config import SuiteSpec
 
 log = logging.getLogger(__name__)
 
@@ -198,6 +198,8 @@ def suite_confinement(tree: Path, scratch: Path, cache: Path, setup: bool, netwo
             readable=() if setup else (cache,),
             private=(scratch / "home", scratch / "tmp"),
             network=network, private_size=settings.suite_private_size,
+            # Other runs' worktrees and results, should the interpreter's folder hold them.
+            hidden=(settings.data_dir.resolve(), Path(tempfile.gettempdir()).resolve()),
         )
     return sandbox.Confinement(
         user=settings.suite_user, memory_limit=settings.suite_memory_limit,

@@ -1,7 +1,7 @@
 """Run one untrusted command: in bubblewrap, scrubbed environment, resource, time and output caps.
 
 A suite is someone else's code running on our GPU host. It gets no service secrets, it sees
-only the files its ``Isolation`` names (see ``workers.bubblewrap``), every process it starts
+only the files its ``Isolation`` names (see ``roofwatch.workers.bubblewrap``), every process it starts
 ends with it (its own PID namespace), it cannot outlive its timeout (the whole process group
 is killed) nor the worker that started it (the kernel kills it when its parent dies, even by
 SIGKILL), it cannot fill memory with output (we keep the head and the tail, and count what we
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from workers import bubblewrap
+from roofwatch.workers import bubblewrap
 
 # Variables a suite legitimately needs; everything else (ROOFWATCH_*, GITHUB_*, cloud
 # credentials, tokens) stays behind.

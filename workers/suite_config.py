@@ -9,8 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from workers.compiled.targets import DEFAULT_TARGETS, UnknownTarget, parse_targets
-from workers.errors import SuiteConfigError
+from roofwatch.workers.compiled.targets import DEFAULT_TARGETS, UnknownTarget, parse_targets
+from roofwatch.workers.errors import SuiteConfigError
 
 
 class SuiteSpec(BaseModel):

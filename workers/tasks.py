@@ -13,14 +13,14 @@ from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 
-from workers import redelivery
-from workers.ab import ABJob, RoundProgress, run_ab
-from workers.celery_app import app
-from workers.device import probe
-from workers.envelope import ABEnvelope, Envelope
-from workers.progress import Activity, announce
-from workers.runner import Job, run_job
-from workers.settings import get_worker_settings
+from roofwatch.workers import redelivery
+from roofwatch.workers.ab import ABJob, RoundProgress, run_ab
+from roofwatch.workers.celery_app import app
+from roofwatch.workers.device import probe
+from roofwatch.workers.envelope import ABEnvelope, Envelope
+from roofwatch.workers.progress import Activity, announce
+from roofwatch.workers.runner import Job, run_job
+from roofwatch.workers.settings import get_worker_settings
 
 log = logging.getLogger(__name__)
 

@@ -12,12 +12,12 @@ import os
 import socket
 from dataclasses import dataclass
 
-from workers import redelivery
-from workers.calibrate import calibrated
-from workers.celery_app import CPU_QUEUE, INGEST_QUEUE, app
-from workers.device import is_cpu, probe, queue_name
-from workers.envelope import DeviceInfo
-from workers.settings import get_worker_settings
+from roofwatch.workers import redelivery
+from roofwatch.workers.calibrate import calibrated
+from roofwatch.workers.celery_app import CPU_QUEUE, INGEST_QUEUE, app
+from roofwatch.workers.device import is_cpu, probe, queue_name
+from roofwatch.workers.envelope import DeviceInfo
+from roofwatch.workers.settings import get_worker_settings
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ def start_worker(worker: WorkerPlan, loglevel: str) -> None:
     # The device row and its calibration exist before the first run reaches the database.
     # Measured once per device fingerprint on this host (cached under the data dir), in a child
     # process, before this worker takes any task: nothing else runs on the device meanwhile.
-    # A CPU has no roofline worth holding interpreted kernels to (see service.records.roofline),
+    # A CPU has no roofline worth holding interpreted kernels to (see roofwatch.service.records.roofline),
     # so only GPUs are calibrated here; `roofwatch calibrate` still measures a CPU on request.
     found = worker.device
     device = calibrated(found, settings.data_dir) if not is_cpu(found.device_class) else found

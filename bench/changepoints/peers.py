@@ -27,7 +27,7 @@ from collections.abc import Callable
 import numpy as np
 
 # The same noise estimate roofwatch uses: 1.4826 × MAD(diff(x)) / √2, blind to steps and outliers.
-from service.analysis.changepoints import robust_sigma
+from roofwatch.service.analysis.changepoints import robust_sigma
 
 INSTALL_HINT = 'pip install -e ".[bench]"'
 # apache-otava 0.8.0 pins numpy==2.2.* and signal-processing-algorithms 2.1.6 pins numpy<2 and

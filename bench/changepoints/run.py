@@ -34,9 +34,9 @@ Detector = Callable[[np.ndarray], list[int]]
 def roofwatch(values: np.ndarray) -> list[int]:
     """roofwatch's own detector; it returns change objects with ``.index`` (or plain ints in early versions)."""
     try:
-        from service.analysis.changepoints import detect
+        from roofwatch.service.analysis.changepoints import detect
     except ImportError as exc:
-        raise ImportError(f"service.analysis.changepoints is not importable ({exc})") from exc
+        raise ImportError(f"roofwatch.service.analysis.changepoints is not importable ({exc})") from exc
     return sorted(int(getattr(c, "index", c)) for c in detect(values))
 
 

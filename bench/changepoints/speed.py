@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.changepoints.generator import generate_cell
-from service.analysis.changepoints import detect
+from roofwatch.service.analysis.changepoints import detect
 
 
 def _detect_many(chunk: list[np.ndarray]) -> int:

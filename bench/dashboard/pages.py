@@ -3,7 +3,7 @@
     python -m bench.dashboard.pages --database-url postgresql://postgres@127.0.0.1:5432/roofwatch_scale \\
         [--requests 30] [--budget 60] [--markdown FILE]
 
-The real app (``service.api.app.create_app``) is served by uvicorn on loopback in a thread and
+The real app (``roofwatch.service.api.app.create_app``) is served by uvicorn on loopback in a thread and
 requested over HTTP with keep-alive, one request at a time, so a time is what one user's browser
 would wait for the HTML or JSON: routing, queries, figure building, templating and the transfer.
 The URLs come from the data (a benchmark with changes, the newest run, a comparison with a
@@ -36,7 +36,7 @@ from sqlalchemy import func
 from sqlmodel import Session, col, select
 from starlette.routing import Match
 
-from service.core.models import Benchmark, Change, Comparison, Repository, Run
+from roofwatch.service.core.models import Benchmark, Change, Comparison, Repository, Run
 
 TARGET_MS = 300.0
 WARMUPS = 2
@@ -124,9 +124,9 @@ def route_exists(app: FastAPI, path: str) -> bool:
 def make_app(database_url: str) -> FastAPI:
     """The production app over ``database_url``: settings and engine are cached, so clear them first."""
     os.environ["ROOFWATCH_DATABASE_URL"] = database_url
-    from service.api.app import create_app
-    from service.core.config import get_settings
-    from service.core.db import get_engine
+    from roofwatch.service.api.app import create_app
+    from roofwatch.service.core.config import get_settings
+    from roofwatch.service.core.db import get_engine
 
     get_settings.cache_clear()
     get_engine.cache_clear()
@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     console = Console(width=None if sys.stdout.isatty() else 160)  # a log keeps whole URLs
     app = make_app(args.database_url)
-    from service.core.db import get_engine
+    from roofwatch.service.core.db import get_engine
 
     with Session(get_engine()) as session:
         pages = [p for p in discover(session) if args.only in p.label]

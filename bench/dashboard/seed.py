@@ -34,7 +34,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from sqlmodel import SQLModel
 
-import service.core.models  # noqa: F401  (registers every table on SQLModel.metadata)
+import roofwatch.service.core.models  # noqa: F401  (registers every table on SQLModel.metadata)
 from bench.dashboard.history import CommitInfo, History, make_history
 from bench.dashboard.workload import (
     DEVICE_CLASS,
@@ -47,8 +47,8 @@ from bench.dashboard.workload import (
     roof_seconds,
     typical_seconds,
 )
-from service.core.db import migrate
-from service.core.fingerprint import benchmark_fingerprint
+from roofwatch.service.core.db import migrate
+from roofwatch.service.core.fingerprint import benchmark_fingerprint
 
 REPOSITORY = "acme/kernels"
 SAMPLES = 5  # values kept per measurement: enough for the IQR, small enough to keep 2 M rows sane
@@ -314,7 +314,7 @@ def copy_measurements(cursor: psycopg.Cursor[Any], plan: Plan, m: Medians, progr
 
 
 def _triage(state: str, at: datetime, rng: np.random.Generator) -> list[dict[str, str]]:
-    """The history ``service.records.triage.set_state`` would have left for a change now in ``state``."""
+    """The history ``roofwatch.service.records.triage.set_state`` would have left for a change now in ``state``."""
     if state == "new":
         return []
     path = ["acknowledged", "fixed"] if state == "fixed" else [state]

@@ -13,15 +13,16 @@ from urllib.parse import urlencode
 from fastapi import FastAPI, HTTPException, Path, Query, Request
 from fastapi.responses import HTMLResponse
 
-from dashboard import figures, metrics
-from dashboard import queries as dq
-from dashboard.common import TEMPLATES, script_json
-from dashboard.figures import PLOT_CONFIG, Series, benchmark_figure
-from dashboard.filters import Filters, FiltersDep
-from service.analysis.compiled import for_tests
-from service.api.deps import SessionDep
-from service.core.models import Benchmark, Repository
-from service.records import compiled_artifacts
+from roofwatch.dashboard import figures, metrics
+from roofwatch.dashboard import queries as dq
+from roofwatch.dashboard.common import TEMPLATES, chart_json
+from roofwatch.dashboard.figures import Series, benchmark_figure
+from roofwatch.dashboard.filters import Filters, FiltersDep
+from roofwatch.service.analysis.compiled import for_tests
+from roofwatch.service.api.deps import SessionDep
+from roofwatch.service.api.security_headers import allow_unsafe_eval
+from roofwatch.service.core.models import Benchmark, Repository
+from roofwatch.service.records import compiled_artifacts
 
 ImplQuery = Annotated[list[str] | None, Query(description="baseline implementations to add to the chart")]
 
@@ -100,6 +101,8 @@ def register(app: FastAPI) -> None:
         series, metric = build_series(benchmark, devices, baselines, dq.full_series(session, shown))
         changes = dq.series_changes(session, shown)
         figure, drawn = benchmark_figure(series, changes, metric)
+        if any(trace["type"] == "scattergl" for trace in figure["data"]):
+            allow_unsafe_eval(request)  # WebGL traces compile their shaders at run time
         repository = session.get(Repository, benchmark.repository_id)
         compiled_run = compiled_artifacts.latest_run(session, benchmark.repository_id)
         compiled = (for_tests(compiled_artifacts.for_run(session, compiled_run.id), [benchmark.name])
@@ -109,7 +112,7 @@ def register(app: FastAPI) -> None:
             "benchmark": benchmark, "repository": repository, "filters": filters,
             "devices": devices, "toggles": _toggles(benchmark, filters, available, selected),
             "filter_links": _filter_links(benchmark, repository),
-            "figure": script_json(figure), "config": script_json(PLOT_CONFIG), "drawn": drawn,
+            "figure": chart_json(figure), "drawn": drawn,
             "max_points": figures.MAX_POINTS, "metric": metric, "changes": changes,
             "names": {s.benchmark_id: s.name for s in series},
         })

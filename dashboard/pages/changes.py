@@ -20,11 +20,11 @@ from sqlalchemy import ColumnElement, case, func
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
-from dashboard.common import TEMPLATES
-from service.api.deps import SessionDep
-from service.core.config import get_settings
-from service.core.models import CHANGE_KINDS, TRIAGE_STATES, Benchmark, Change, Commit, Repository
-from service.records.changes import shown
+from roofwatch.dashboard.common import TEMPLATES
+from roofwatch.service.api.deps import SessionDep
+from roofwatch.service.core.config import get_settings
+from roofwatch.service.core.models import CHANGE_KINDS, TRIAGE_STATES, Benchmark, Change, Commit, Repository
+from roofwatch.service.records.changes import shown
 
 # Waiting for a person first; what people already decided after.
 OPEN_STATES = ("new", "acknowledged")

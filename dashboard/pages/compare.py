@@ -6,20 +6,18 @@ moved or could not be decided, and for any other one asked for with ``?show=<ben
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 from fastapi import FastAPI, HTTPException, Path, Query, Request
 from fastapi.responses import HTMLResponse
 
-from dashboard.common import TEMPLATES, script_json
-from dashboard.distribution_chart import distribution_figure
-from dashboard.figures import PLOT_CONFIG
-from dashboard.pr_comment import CommentRenderer, comment_html
-from service.api.deps import SessionDep
-from service.core.links import compare_url
-from service.core.models import Commit, Comparison, Repository, Run
-from service.records.comparisons import comparison_report, results_of
+from roofwatch.dashboard.common import TEMPLATES, chart_json
+from roofwatch.dashboard.distribution_chart import distribution_figure
+from roofwatch.dashboard.pr_comment import CommentRenderer, comment_html
+from roofwatch.service.api.deps import SessionDep
+from roofwatch.service.core.links import compare_url
+from roofwatch.service.core.models import Commit, Comparison, Repository, Run
+from roofwatch.service.records.comparisons import comparison_report, results_of
 
 # Drawn without being asked: the verdicts a reader wants explained. Capped so that a comparison
 # of a thousand noisy benchmarks does not make the browser draw a thousand charts.
@@ -76,8 +74,8 @@ def register(app: FastAPI) -> None:
             raise HTTPException(404, f"benchmark {missing[0]} is not part of comparison {comparison_id}")
         charts: list[dict[str, Any]] = [{
             "row": by_id[b],
-            "figure": script_json(distribution_figure(by_id[b]["base_values"], by_id[b]["head_values"],
-                                                      by_id[b]["unit"], by_id[b]["higher_is_better"])),
+            "figure": chart_json(distribution_figure(by_id[b]["base_values"], by_id[b]["head_values"],
+                                                     by_id[b]["unit"], by_id[b]["higher_is_better"])),
         } for b in _charted(rows, show or [])]
         repository = session.get(Repository, comparison.repository_id)
         run = session.get(Run, comparison.run_id) if comparison.run_id else None
@@ -86,7 +84,6 @@ def register(app: FastAPI) -> None:
         return TEMPLATES.TemplateResponse(request, "compare.html", {
             "comparison": comparison, "report": report, "rows": rows, "charts": charts,
             "charted": {c["row"]["benchmark_id"] for c in charts}, "max_charts": MAX_DEFAULT_CHARTS,
-            "config": json.dumps(PLOT_CONFIG),
             "repository": repository, "run": run,
             "comment_html": comment_html(comment) if comment else "", "comment_markdown": comment,
             "base": session.get(Commit, comparison.base_commit_id),

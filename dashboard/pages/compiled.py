@@ -12,13 +12,13 @@ from typing import Annotated, Any
 from fastapi import FastAPI, HTTPException, Path, Query, Request
 from fastapi.responses import HTMLResponse
 
-from dashboard.common import TEMPLATES, script_json
-from dashboard.figures import PLOT_CONFIG
-from service.analysis.compiled import diff
-from service.api.deps import SessionDep
-from service.core.models import Commit, Repository
-from service.records import compiled_artifacts
-from service.records.compiled_artifacts import HistoryPoint
+from roofwatch.dashboard.common import TEMPLATES, chart_json
+from roofwatch.dashboard.escaping import plotly_text
+from roofwatch.service.analysis.compiled import diff
+from roofwatch.service.api.deps import SessionDep
+from roofwatch.service.core.models import Commit, Repository
+from roofwatch.service.records import compiled_artifacts
+from roofwatch.service.records.compiled_artifacts import HistoryPoint
 
 RepositoryId = Annotated[int, Path(ge=0, le=2**63 - 1)]
 # What the history chart plots, one panel each: (field, axis title).
@@ -53,21 +53,22 @@ def history_rows(points: list[HistoryPoint]) -> list[dict[str, Any]]:
 
 def history_figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Step lines per specialization × target in four stacked panels; commits in order on x."""
-    order = list(dict.fromkeys(r["sha"][:10] for r in rows))
+    order = list(dict.fromkeys(plotly_text(r["sha"][:10]) for r in rows))
     series: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
-        series.setdefault(f"{row['specialization']} · {row['target']}", []).append(row)
+        # Specializations, targets and commit titles are the repository's text; Plotly would read them as markup.
+        series.setdefault(plotly_text(f"{row['specialization']} · {row['target']}"), []).append(row)
     data = []
     for index, (field, _) in enumerate(PANELS):
         axis = "" if index == 0 else str(index + 1)
         for name, points in series.items():
             data.append({"type": "scatter", "mode": "lines+markers", "line": {"shape": "hv"}, "name": name,
                          "legendgroup": name, "showlegend": index == 0, "xaxis": f"x{axis}", "yaxis": f"y{axis}",
-                         "x": [p["sha"][:10] for p in points], "y": [p[field] for p in points],
+                         "x": [plotly_text(p["sha"][:10]) for p in points], "y": [p[field] for p in points],
                          "customdata": [p["run_id"] for p in points],
                          "marker": {"symbol": ["diamond" if p["changed"] else "circle" for p in points],
                                     "size": [11 if p["changed"] else 6 for p in points]},
-                         "hovertext": [p["title"] for p in points]})
+                         "hovertext": [plotly_text(p["title"]) for p in points]})
     height = 1.0 / len(PANELS)
     layout: dict[str, Any] = {"height": 220 * len(PANELS), "margin": {"t": 20, "l": 70, "r": 20, "b": 60},
                               "legend": {"orientation": "h", "y": -0.08}}
@@ -104,4 +105,4 @@ def register(app: FastAPI) -> None:
         return TEMPLATES.TemplateResponse(request, "compiled_kernel.html", {
             "repository": repository, "kernel": name, "rows": rows,
             "toolchains": sorted({r["toolchain"] for r in rows}),
-            "figure": script_json(history_figure(rows)), "config": script_json(PLOT_CONFIG)})
+            "figure": chart_json(history_figure(rows))})

@@ -12,14 +12,14 @@ from urllib.parse import urlencode
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import HTMLResponse
 
-from dashboard import metrics
-from dashboard import queries as dq
-from dashboard.common import TEMPLATES
-from dashboard.figures import sparkline_svg
-from dashboard.filters import Filters, FiltersDep, choices
-from service.api.deps import SessionDep
-from service.core.models import Benchmark
-from service.records import queries
+from roofwatch.dashboard import metrics
+from roofwatch.dashboard import queries as dq
+from roofwatch.dashboard.common import TEMPLATES
+from roofwatch.dashboard.figures import sparkline_svg
+from roofwatch.dashboard.filters import Filters, FiltersDep, choices
+from roofwatch.service.api.deps import SessionDep
+from roofwatch.service.core.models import Benchmark
+from roofwatch.service.records import queries
 
 SPARK_POINTS = 30
 PER_PAGE = 100  # rows of benchmarks per page: one windowed query of 100 × 30 points

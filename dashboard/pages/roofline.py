@@ -7,19 +7,17 @@ datasheet's, marked as such), with an arrow from where it stood at an earlier ru
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse
 
-from dashboard import queries as dq
-from dashboard.common import TEMPLATES, script_json
-from dashboard.figures import PLOT_CONFIG
-from dashboard.filters import FiltersDep, choices
-from dashboard.roofline_chart import KernelPoint, fraction, moved, ridge_points, roofline_figure
-from dashboard.roofline_queries import (
+from roofwatch.dashboard import queries as dq
+from roofwatch.dashboard.common import TEMPLATES, chart_json
+from roofwatch.dashboard.filters import FiltersDep, choices
+from roofwatch.dashboard.roofline_chart import KernelPoint, fraction, moved, ridge_points, roofline_figure
+from roofwatch.dashboard.roofline_queries import (
     AgainstError,
     RunRef,
     default_device,
@@ -29,8 +27,8 @@ from dashboard.roofline_queries import (
     runs_back,
     unplottable,
 )
-from service.api.deps import SessionDep
-from suites.roofline import Peaks
+from roofwatch.roofline import Peaks
+from roofwatch.service.api.deps import SessionDep
 
 DEFAULT_BACK = 10  # runs between the latest and the default earlier point: a few days of pushes
 MOVES_SHOWN = 15
@@ -80,7 +78,7 @@ def register(app: FastAPI) -> None:
         = DEFAULT_BACK,
     ) -> HTMLResponse:
         context: dict[str, Any] = {"filters": filters, "choices": choices(session), "against": against or "",
-                                   "back": back, "config": json.dumps(PLOT_CONFIG)}
+                                   "back": back}
         device_class = filters.device or default_device(session, filters.repo)
         context["device_class"] = device_class
         if device_class is None:
@@ -98,6 +96,6 @@ def register(app: FastAPI) -> None:
             "ridges": ridge_points(device_roofs.peaks) if device_roofs.peaks else [],
             "points": len(latest), "moved": len(pairs), "moves": _moves(pairs, device_roofs.peaks, confirmed),
             "unplottable": unplottable(session, filters, device_class),
-            "figure": script_json(roofline_figure(latest, earlier, device_roofs.peaks)),
+            "figure": chart_json(roofline_figure(latest, earlier, device_roofs.peaks)),
         })
         return TEMPLATES.TemplateResponse(request, "roofline.html", context)

@@ -9,9 +9,9 @@ from fastapi.responses import HTMLResponse
 from sqlalchemy import or_
 from sqlmodel import col, select
 
-from dashboard.common import TEMPLATES
-from service.api.deps import SessionDep
-from service.core.models import (
+from roofwatch.dashboard.common import TEMPLATES
+from roofwatch.service.api.deps import SessionDep
+from roofwatch.service.core.models import (
     Benchmark,
     Commit,
     Comparison,
@@ -22,7 +22,7 @@ from service.core.models import (
     SuiteExecution,
     TestOutcome,
 )
-from service.records import compiled_artifacts
+from roofwatch.service.records import compiled_artifacts
 
 
 def register(app: FastAPI) -> None:

@@ -30,7 +30,7 @@ from typing import Literal
 import numpy as np
 from scipy import stats
 
-from service.analysis import fdr
+from roofwatch.service.analysis import fdr
 
 MIN_ROUNDS = 3
 DEFAULT_ALPHA = 0.001  # per comparison after FDR; sequential looks (3..cap rounds) inflate it a little

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-# Instruction classes whose presence defines a kernel's hardware path (see workers.compiled.sass).
+# Instruction classes whose presence defines a kernel's hardware path (see roofwatch.workers.compiled.sass).
 TENSOR_CORE_CLASSES = ("mma", "wgmma", "tcgen05_mma")
 NARROW_MATH_CLASSES = ("fp16", "bf16")
 # Classes shown in a change line, in this order, when their count changed.

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from service.analysis import changepoints, compare
+from roofwatch.service.analysis import changepoints, compare
 
 ADJACENT_ALPHA = 0.01  # candidates only: every one is confirmed by A/B before it is a change
 RUN_NOISE_HISTORY = 30  # latest points whose run-to-run spread sizes the adjacent comparison

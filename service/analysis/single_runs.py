@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from typing import Literal
 
-from service.analysis import compare
+from roofwatch.service.analysis import compare
 
 
 def verdict(base: Sequence[float], head: Sequence[float], base_median: float, head_median: float, *,

@@ -9,17 +9,20 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from sqlalchemy import text
+from starlette.types import ASGIApp
 
-from dashboard.routes import mount as mount_dashboard
-from service.api.deps import SessionDep
-from service.api.metrics import router as metrics_router
-from service.api.routes import router as api_router
-from service.api.suites import router as suites_router
-from service.api.uploads import router as upload_router
-from service.api.webhooks import router as webhook_router
-from service.core.config import get_settings
-from service.github import reporter
-from service.github.comment import comment_for
+from roofwatch.dashboard.routes import mount as mount_dashboard
+from roofwatch.service.api import docs
+from roofwatch.service.api.deps import SessionDep
+from roofwatch.service.api.metrics import router as metrics_router
+from roofwatch.service.api.routes import router as api_router
+from roofwatch.service.api.security_headers import SecurityHeaders
+from roofwatch.service.api.suites import router as suites_router
+from roofwatch.service.api.uploads import router as upload_router
+from roofwatch.service.api.webhooks import router as webhook_router
+from roofwatch.service.core.config import get_settings
+from roofwatch.service.github import reporter
+from roofwatch.service.github.comment import comment_for
 
 REPORT_SWEEP_S = 60.0
 REPORT_SHUTDOWN_WAIT_S = 10.0
@@ -54,8 +57,17 @@ async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         reporter.drain(REPORT_SHUTDOWN_WAIT_S)
 
 
+class _App(FastAPI):
+    def build_middleware_stack(self) -> ASGIApp:
+        # Outside Starlette's ServerErrorMiddleware, so the plain-text 500 it answers with when
+        # a route crashes carries the security headers too.
+        return SecurityHeaders(super().build_middleware_stack())
+
+
 def create_app() -> FastAPI:
-    app = FastAPI(title="roofwatch", summary="Performance-regression CI for GPU kernels", lifespan=lifespan)
+    # /docs is served from local assets (service/api/docs.py); ReDoc and the OAuth2 redirect page are off.
+    app = _App(title="roofwatch", summary="Performance-regression CI for GPU kernels", lifespan=lifespan,
+               docs_url=None, redoc_url=None, swagger_ui_oauth2_redirect_url=None)
     app.include_router(api_router)
     app.include_router(webhook_router)
     app.include_router(metrics_router)
@@ -67,5 +79,6 @@ def create_app() -> FastAPI:
         session.exec(text("SELECT 1"))  # type: ignore[call-overload]
         return {"status": "ok"}
 
+    docs.mount(app)
     mount_dashboard(app, render_comment=comment_for)
     return app

@@ -10,8 +10,8 @@ from fastapi import Depends, HTTPException
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlmodel import Session
 
-from service.core.config import get_settings
-from service.core.db import get_engine
+from roofwatch.service.core.config import get_settings
+from roofwatch.service.core.db import get_engine
 
 
 def get_session() -> Iterator[Session]:

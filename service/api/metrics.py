@@ -28,11 +28,19 @@ from sqlalchemy import Engine, func, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, col, select
 
-from service.core.config import get_settings
-from service.core.db import get_engine
-from service.core.models import DELIVERY_OUTCOMES, RUN_STATES, Device, GitHubReport, Run, WebhookDelivery, utcnow
-from workers.celery_app import CPU_QUEUE, INGEST_QUEUE
-from workers.redelivery import HEARTBEAT_KEY
+from roofwatch.service.core.config import get_settings
+from roofwatch.service.core.db import get_engine
+from roofwatch.service.core.models import (
+    DELIVERY_OUTCOMES,
+    RUN_STATES,
+    Device,
+    GitHubReport,
+    Run,
+    WebhookDelivery,
+    utcnow,
+)
+from roofwatch.workers.celery_app import CPU_QUEUE, INGEST_QUEUE
+from roofwatch.workers.redelivery import HEARTBEAT_KEY
 
 log = logging.getLogger(__name__)
 

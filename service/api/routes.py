@@ -8,9 +8,9 @@ from fastapi import APIRouter, HTTPException, Path, Query
 from pydantic import BaseModel, Field
 from sqlmodel import select
 
-from service.api.deps import SessionDep, TokenDep
-from service.core.errors import UnknownRepository
-from service.core.models import (
+from roofwatch.service.api.deps import SessionDep, TokenDep
+from roofwatch.service.core.errors import UnknownRepository
+from roofwatch.service.core.models import (
     Benchmark,
     Change,
     Commit,
@@ -23,9 +23,9 @@ from service.core.models import (
     TestOutcome,
     TriageState,
 )
-from service.records import queries
-from service.records.repositories import find_repository
-from workers.redaction import redact
+from roofwatch.service.records import queries
+from roofwatch.service.records.repositories import find_repository
+from roofwatch.workers.redaction import redact
 
 router = APIRouter(prefix="/api", tags=["api"])
 
@@ -114,7 +114,7 @@ class TriageRequest(BaseModel):
 @router.patch("/changes/{change_id}", responses=WRITE)
 def triage_change(change_id: RowId, body: TriageRequest, session: SessionDep, actor: TokenDep) -> dict[str, Any]:
     """Set a change's triage state (needs the API token)."""
-    from service.records.triage import TriageError, set_state
+    from roofwatch.service.records.triage import TriageError, set_state
 
     if session.get(Change, change_id) is None:
         raise HTTPException(404, f"no change {change_id}")
@@ -129,7 +129,7 @@ def triage_change(change_id: RowId, body: TriageRequest, session: SessionDep, ac
 @router.get("/comparisons/{comparison_id}", responses=NOT_FOUND)
 def get_comparison(comparison_id: RowId, session: SessionDep) -> dict[str, Any]:
     """An A/B comparison: verdict and per-benchmark results with their per-round values."""
-    from service.records.comparisons import results_of
+    from roofwatch.service.records.comparisons import results_of
 
     comparison = session.get(Comparison, comparison_id)
     if comparison is None:

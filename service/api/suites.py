@@ -17,12 +17,12 @@ from pydantic import BaseModel, Field, ValidationError
 from sqlmodel import Session, col, select
 from starlette.concurrency import run_in_threadpool
 
-from service.api.deps import SessionDep, TokenDep
-from service.core.models import Repository, SuiteConfig
-from service.records.suite_configs import store
-from workers.errors import SuiteConfigError
-from workers.external_suites import parse_suites_file
-from workers.redaction import redact
+from roofwatch.service.api.deps import SessionDep, TokenDep
+from roofwatch.service.core.models import Repository, SuiteConfig
+from roofwatch.service.records.suite_configs import store
+from roofwatch.workers.errors import SuiteConfigError
+from roofwatch.workers.external_suites import parse_suites_file
+from roofwatch.workers.redaction import redact
 
 router = APIRouter(prefix="/api", tags=["api"])
 

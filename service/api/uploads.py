@@ -10,10 +10,10 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Query, Request
 from starlette.concurrency import run_in_threadpool
 
-from service.api.deps import TokenDep
-from service.flows.upload import UploadRequest, upload_and_report
-from service.records.upload_formats import FORMATS, UploadFormatError
-from workers.errors import RoofwatchError, UnknownRepository
+from roofwatch.service.api.deps import TokenDep
+from roofwatch.service.flows.upload import UploadRequest, upload_and_report
+from roofwatch.service.records.upload_formats import FORMATS, UploadFormatError
+from roofwatch.workers.errors import RoofwatchError, UnknownRepository
 
 router = APIRouter(prefix="/api", tags=["api"])
 

@@ -6,10 +6,10 @@ from rich.console import Console
 from rich.table import Table
 from sqlmodel import Session, col, select
 
-from service.core.errors import ArtifactLookupError
-from service.core.models import Commit, CompiledArtifact
-from service.records import compiled_artifacts
-from service.records.repositories import resolve_repository
+from roofwatch.service.core.errors import ArtifactLookupError
+from roofwatch.service.core.models import Commit, CompiledArtifact
+from roofwatch.service.records import compiled_artifacts
+from roofwatch.service.records.repositories import resolve_repository
 
 
 def artifacts_of(session: Session, repo: str, commit: str) -> tuple[str, list[CompiledArtifact]]:

@@ -1,7 +1,7 @@
 """``roofwatch calibrate``, and the calibration ``roofwatch run`` does the first time it sees a device.
 
 The roofs a device's benchmarks are held to — DRAM bandwidth, each cache level's bandwidth,
-matmul FLOP/s per dtype — are measured on it (``workers.calibrate``) with a Rich progress bar,
+matmul FLOP/s per dtype — are measured on it (``roofwatch.workers.calibrate``) with a Rich progress bar,
 cached under the data dir by device fingerprint and stored on the device's record: in-process on
 the embedded default, through the ``ingest`` queue with a broker.
 """
@@ -12,11 +12,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from service.core.config import get_settings
-from suites.roofline import datasheet_peaks
-from workers.calibrate import Calibration, load_cached, measured_steps, peak_rows, store_cached, with_peaks
-from workers.calibrate import calibrate as measure_device
-from workers.envelope import DeviceInfo
+from roofwatch.roofline import datasheet_peaks
+from roofwatch.service.core.config import get_settings
+from roofwatch.workers.calibrate import Calibration, load_cached, measured_steps, peak_rows, store_cached, with_peaks
+from roofwatch.workers.calibrate import calibrate as measure_device
+from roofwatch.workers.envelope import DeviceInfo
 
 
 def measure(info: DeviceInfo, gpu: int | None, console: Console) -> Calibration:
@@ -25,7 +25,7 @@ def measure(info: DeviceInfo, gpu: int | None, console: Console) -> Calibration:
 
     device = f"cuda:{gpu}" if gpu is not None else None
     target = torch.device(device) if device else torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    from workers.calibrate import CPU_PLAN, GPU_PLAN
+    from roofwatch.workers.calibrate import CPU_PLAN, GPU_PLAN
 
     steps = measured_steps(target, GPU_PLAN if target.type == "cuda" else CPU_PLAN)
     with Progress(TextColumn("calibrating {task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -54,8 +54,8 @@ def show(console: Console, info: DeviceInfo, calibration: Calibration) -> None:
 
 def store(console: Console, info: DeviceInfo, calibration: Calibration) -> None:
     """Cache the calibration for this host and put the peaks on the device's record."""
-    from service.cli.database import prepare_database
-    from service.tasks import register_device
+    from roofwatch.service.cli.database import prepare_database
+    from roofwatch.service.tasks import register_device
 
     settings = get_settings()
     store_cached(settings.data_dir, info.fingerprint, calibration)
@@ -73,7 +73,7 @@ def calibrate_first_time(info: DeviceInfo, console: Console) -> None:
     A CPU takes a few seconds, a GPU under a minute. ``roofwatch run --no-calibrate`` skips it;
     a calibration that fails leaves the device without measured roofs and the run goes on.
     """
-    from workers.calibrate import CalibrationError
+    from roofwatch.workers.calibrate import CalibrationError
 
     if load_cached(get_settings().data_dir, info.fingerprint) is not None:
         return

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from service.analysis import changepoints
-from service.core.errors import CsvHistoryError
+from roofwatch.service.analysis import changepoints
+from roofwatch.service.core.errors import CsvHistoryError
 
 MISSING = {"", "nan", "na", "null", "none", "-"}
 

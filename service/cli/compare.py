@@ -13,19 +13,19 @@ from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from service.cli.progress import describe
-from service.cli.run import one_off_suites
-from service.core.config import get_settings
-from service.core.db import session_scope
-from service.core.errors import RoofwatchError
-from service.core.keys import comparison_key, comparison_key_prefix, next_attempt
-from service.core.models import Comparison, Repository
-from service.records.comparisons import ab_job_for, comparison_report, create_comparison
-from service.records.repositories import mirror_and_source, resolve_repository
-from service.records.runs import upsert_commit
-from workers import checkout
-from workers.device import probe, queue_name
-from workers.progress import Activity, local_activity
+from roofwatch.service.cli.progress import describe
+from roofwatch.service.cli.run import one_off_suites
+from roofwatch.service.core.config import get_settings
+from roofwatch.service.core.db import session_scope
+from roofwatch.service.core.errors import RoofwatchError
+from roofwatch.service.core.keys import comparison_key, comparison_key_prefix, next_attempt
+from roofwatch.service.core.models import Comparison, Repository
+from roofwatch.service.records.comparisons import ab_job_for, comparison_report, create_comparison
+from roofwatch.service.records.repositories import mirror_and_source, resolve_repository
+from roofwatch.service.records.runs import upsert_commit
+from roofwatch.workers import checkout
+from roofwatch.workers.device import probe, queue_name
+from roofwatch.workers.progress import Activity, local_activity
 
 # Exit codes: a CI step can gate on them.
 EXIT = {"no-change": 0, "improvement": 0, "regression": 1, "failure": 1, "inconclusive": 3, "errored": 2}
@@ -45,8 +45,8 @@ class CompareRequest:
 
 def execute(request: CompareRequest, console: Console) -> tuple[int, dict[str, Any] | None]:
     """Run the comparison; (exit code, report or None when nothing was compared)."""
-    from service.tasks import ingest_ab
-    from workers.tasks import run_ab_task
+    from roofwatch.service.tasks import ingest_ab
+    from roofwatch.workers.tasks import run_ab_task
 
     settings = get_settings()
     try:

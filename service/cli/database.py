@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from service.core.config import get_settings
+from roofwatch.service.core.config import get_settings
 
 
 def prepare_database() -> None:
     """Migrate automatically on the embedded SQLite default; a shared server is migrated on purpose."""
     if get_settings().sqlalchemy_url.startswith("sqlite"):
-        from service.core.db import migrate
+        from roofwatch.service.core.db import migrate
 
         migrate()

@@ -12,11 +12,11 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from service.cli import suites as suites_command
-from service.cli import upload as upload_command
-from service.cli.consoles import make_console
-from service.cli.database import prepare_database
-from service.core.config import get_settings
+from roofwatch.service.cli import suites as suites_command
+from roofwatch.service.cli import upload as upload_command
+from roofwatch.service.cli.consoles import make_console
+from roofwatch.service.cli.database import prepare_database
+from roofwatch.service.core.config import get_settings
 
 app = typer.Typer(help="Performance-regression CI for GPU kernels.", no_args_is_help=True,
                   pretty_exceptions_enable=False)
@@ -38,7 +38,7 @@ def _fail(message: str, code: int = 2) -> None:
 @db_app.command("upgrade")
 def db_upgrade(revision: str = "head") -> None:
     """Apply migrations up to REVISION."""
-    from service.core.db import migrate
+    from roofwatch.service.core.db import migrate
 
     migrate(revision=revision)
     console.print(f"database at [bold]{revision}[/]")
@@ -59,9 +59,9 @@ def repo_add(
         "--suites", help="TOML with [[tool.roofwatch.suites]] tables, kept in roofwatch instead of the repository")] = None,
 ) -> None:
     """Register a repository; webhooks for OWNER/NAME then clone from CLONE_URL."""
-    from service.core.db import session_scope
-    from service.core.errors import RoofwatchError
-    from service.records.repositories import register
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.core.errors import RoofwatchError
+    from roofwatch.service.records.repositories import register
 
     prepare_database()
     try:
@@ -84,7 +84,7 @@ def demo_init(
     """Write a small kernel repository whose history holds a slowdown, a bug fixed later, a speedup and a PR."""
     from pathlib import Path
 
-    from service.demo.command import init_demo
+    from roofwatch.service.demo.command import init_demo
 
     raise typer.Exit(init_demo(Path(directory), console))
 
@@ -108,14 +108,14 @@ def run(
         help="measure the device's roofs first if this host never has (env ROOFWATCH_CALIBRATE=0 to skip)")] = True,
 ) -> None:
     """Check out and run the suites on each commit, store, analyse, print a summary."""
-    from service.cli.run import RunRequest, execute, write_json
+    from roofwatch.service.cli.run import RunRequest, execute, write_json
 
     if format_ not in ("table", "json"):
         _fail(f"--format must be table or json, not {format_!r}")
     prepare_database()
     if calibrate_first and get_settings().embedded:
-        from service.cli.calibration import calibrate_first_time
-        from workers.device import probe
+        from roofwatch.service.cli.calibration import calibrate_first_time
+        from roofwatch.workers.device import probe
 
         calibrate_first_time(probe(), err if format_ == "json" else console)
     request = RunRequest(repo=repo, revs=rev or [], range_spec=range_, last=last, force=force,
@@ -132,8 +132,8 @@ def serve(
     """API, dashboard and webhook endpoint."""
     import uvicorn
 
-    from service.api.app import create_app
-    from workers.logs import configure_logging
+    from roofwatch.service.api.app import create_app
+    from roofwatch.workers.logs import configure_logging
 
     configure_logging(get_settings().log_format, "info")
     prepare_database()
@@ -150,8 +150,8 @@ def worker(
     loglevel: Annotated[str, typer.Option("--loglevel")] = "info",
 ) -> None:
     """A Celery worker: this machine's device queue plus `cpu` and `ingest` by default."""
-    from workers.logs import install_celery_logging
-    from workers.worker import plan, start_worker
+    from roofwatch.workers.logs import install_celery_logging
+    from roofwatch.workers.worker import plan, start_worker
 
     if get_settings().embedded:
         _fail("a worker needs ROOFWATCH_BROKER_URL (without a broker, `roofwatch run` executes in-process)")
@@ -164,8 +164,8 @@ def worker(
 @app.command()
 def beat(loglevel: Annotated[str, typer.Option("--loglevel")] = "info") -> None:
     """Celery beat: GitHub report retries, recovery of work held by dead workers, nightly runs."""
-    from workers.logs import install_celery_logging
-    from workers.worker import start_beat
+    from roofwatch.workers.logs import install_celery_logging
+    from roofwatch.workers.worker import start_beat
 
     if get_settings().embedded:
         _fail("beat needs ROOFWATCH_BROKER_URL (the embedded `roofwatch serve` retries reports itself)")
@@ -183,10 +183,10 @@ def calibrate(
     Stored on the device's record (embedded: in-process; with a broker: through the ingest
     queue) and cached for `roofwatch worker` on this host.
     """
-    from service.cli.calibration import measure, show
-    from service.cli.calibration import store as store_peaks
-    from workers.calibrate import CalibrationError
-    from workers.device import probe
+    from roofwatch.service.cli.calibration import measure, show
+    from roofwatch.service.cli.calibration import store as store_peaks
+    from roofwatch.workers.calibrate import CalibrationError
+    from roofwatch.workers.device import probe
 
     info = probe(gpu or 0)
     try:
@@ -204,10 +204,10 @@ def regressions(
     format_: Annotated[str, typer.Option("--format", help="table | json")] = "table",
 ) -> None:
     """The detected changes."""
-    from service.core.db import session_scope
-    from service.core.errors import RoofwatchError
-    from service.records.queries import change_rows
-    from service.records.repositories import find_repository
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.core.errors import RoofwatchError
+    from roofwatch.service.records.queries import change_rows
+    from roofwatch.service.records.repositories import find_repository
 
     prepare_database()
     try:
@@ -235,10 +235,10 @@ def artifacts(
     format_: Annotated[str, typer.Option("--format", help="table | json")] = "table",
 ) -> None:
     """The Triton kernels compiled for a commit: registers, spills, shared memory, SASS mix and hash per target."""
-    from service.cli.artifacts import artifacts_of, render
-    from service.core.db import session_scope
-    from service.records.compiled_artifacts import public
-    from workers.errors import RoofwatchError
+    from roofwatch.service.cli.artifacts import artifacts_of, render
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.records.compiled_artifacts import public
+    from roofwatch.workers.errors import RoofwatchError
 
     prepare_database()
     try:
@@ -272,7 +272,7 @@ def compare(
     Exit status: 0 no change or improvement, 1 regression or new test failure,
     3 inconclusive at the round cap, 2 bad input or a comparison that could not run.
     """
-    from service.cli.compare import CompareRequest, execute, render
+    from roofwatch.service.cli.compare import CompareRequest, execute, render
 
     prepare_database()
     out = err if format_ == "json" else console
@@ -293,7 +293,7 @@ def changepoints(
     """Change points in an external history, one row per commit, oldest first."""
     from pathlib import Path
 
-    from service.cli.changepoints import CsvHistoryError, find, read_history
+    from roofwatch.service.cli.changepoints import CsvHistoryError, find, read_history
 
     try:
         found = find(read_history(Path(csv_file)))
@@ -321,10 +321,10 @@ def triage(
     """Set a change's triage state."""
     import getpass
 
-    from service.core.db import session_scope
-    from service.core.errors import RoofwatchError
-    from service.records.repositories import find_repository
-    from service.records.triage import set_state
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.core.errors import RoofwatchError
+    from roofwatch.service.records.repositories import find_repository
+    from roofwatch.service.records.triage import set_state
 
     prepare_database()
     try:

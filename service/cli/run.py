@@ -15,21 +15,21 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from sqlmodel import select
 
-from service.cli.progress import Purposes, describe
-from service.core.config import get_settings
-from service.core.db import session_scope
-from service.core.errors import RoofwatchError
-from service.core.keys import manual_run_key, next_attempt, run_key_prefix
-from service.core.links import dashboard_url
-from service.core.models import Change, Commit, Measurement, Repository, Run, TestOutcome
-from service.flows.measure import job_for, submit
-from service.records.changes import shown
-from service.records.repositories import mirror_and_source, resolve_repository
-from service.records.runs import create_run, measured_on, upsert_commit
-from workers import checkout
-from workers.device import probe, queue_name
-from workers.external_suites import parse_suites_file
-from workers.progress import Activity, local_activity
+from roofwatch.service.cli.progress import Purposes, describe
+from roofwatch.service.core.config import get_settings
+from roofwatch.service.core.db import session_scope
+from roofwatch.service.core.errors import RoofwatchError
+from roofwatch.service.core.keys import manual_run_key, next_attempt, run_key_prefix
+from roofwatch.service.core.links import dashboard_url
+from roofwatch.service.core.models import Change, Commit, Measurement, Repository, Run, TestOutcome
+from roofwatch.service.flows.measure import job_for, submit
+from roofwatch.service.records.changes import shown
+from roofwatch.service.records.repositories import mirror_and_source, resolve_repository
+from roofwatch.service.records.runs import create_run, find_commit, measured_on, upsert_commit
+from roofwatch.workers import checkout
+from roofwatch.workers.device import probe, queue_name
+from roofwatch.workers.external_suites import parse_suites_file
+from roofwatch.workers.progress import Activity, local_activity
 
 DEFAULT_LAST = 1
 
@@ -164,8 +164,7 @@ def _runs_for(infos: list[checkout.CommitInfo], repository_id: int, fingerprint:
     rows: list[dict[str, object]] = []
     with session_scope() as session:
         for info in infos:
-            commit = session.exec(select(Commit).where(
-                Commit.repository_id == repository_id, Commit.sha == info.sha)).first()
+            commit = find_commit(session, repository_id, info.sha)
             if commit is None:
                 continue
             run = session.exec(select(Run).where(Run.commit_id == commit.id)

@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 from sqlmodel import Session, select
 
-from service.core.models import Repository
-from service.records.suite_configs import store
+from roofwatch.service.core.models import Repository
+from roofwatch.service.records.suite_configs import store
 
 console = Console()
 err = Console(stderr=True)
@@ -27,9 +27,9 @@ def set_suites_command(
     file: Annotated[Path, typer.Argument(help="TOML with [[tool.roofwatch.suites]] tables")],
 ) -> None:
     """Keep (a new version of) the repository's suites in roofwatch; every version is kept."""
-    from service.cli.database import prepare_database
-    from service.core.db import session_scope
-    from workers.errors import RoofwatchError
+    from roofwatch.service.cli.database import prepare_database
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.workers.errors import RoofwatchError
 
     prepare_database()
     try:

@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from service.records.upload_formats import FORMATS
+from roofwatch.service.records.upload_formats import FORMATS
 
 console = Console()
 err = Console(stderr=True)
@@ -35,9 +35,9 @@ def upload(
     Exit status: 0 stored (or already stored), 1 the pull request regressed, 2 bad input
     (unknown format, unreadable file, unknown repository or SHA, device mismatch).
     """
-    from service.cli.database import prepare_database
-    from service.flows.upload import UploadRequest, upload_and_report
-    from workers.errors import RoofwatchError
+    from roofwatch.service.cli.database import prepare_database
+    from roofwatch.service.flows.upload import UploadRequest, upload_and_report
+    from roofwatch.workers.errors import RoofwatchError
 
     prepare_database()
     try:

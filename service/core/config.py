@@ -10,10 +10,11 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Annotated, Literal
 
-from pydantic import field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
-from workers.settings import DEFAULT_DATA_DIR, WorkerSettings
+from roofwatch.workers.redaction import remember_secrets
+from roofwatch.workers.settings import DEFAULT_DATA_DIR, WorkerSettings
 
 __all__ = ["DEFAULT_DATA_DIR", "Settings", "get_settings"]
 
@@ -46,7 +47,10 @@ class Settings(WorkerSettings):
     approval_label: str = "roofwatch:approved"
     status_context: str = "roofwatch"
     # GitHub caps webhook payloads at 25 MB; anything larger is not from GitHub.
-    webhook_max_bytes: int = 25 * 1024 * 1024
+    webhook_max_bytes: int = Field(default=25 * 1024 * 1024, ge=1)
+    # Webhook bodies read at once, before their signature is known; more are answered 503. Each
+    # keeps at most 1 MiB in memory while it is read; the rest waits in a temporary file.
+    webhook_max_concurrent: int = Field(default=8, ge=1)
     # The device class whose queue webhook-triggered runs go to when a broker is configured
     # (embedded mode measures on this machine's device).
     pr_device_class: str | None = None
@@ -109,4 +113,8 @@ class Settings(WorkerSettings):
 
 @lru_cache
 def get_settings() -> Settings:
-    return Settings()
+    settings = Settings()
+    # From here on, these values are masked wherever roofwatch writes text (logs included).
+    remember_secrets(settings.github_webhook_secret, settings.github_token, settings.api_token,
+                     settings.github_app_private_key)
+    return settings

@@ -16,7 +16,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, create_engine
 
-from service.core.config import get_settings
+from roofwatch.service.core.config import get_settings
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 

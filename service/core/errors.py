@@ -1,6 +1,6 @@
 """Every error roofwatch turns into a recorded outcome or a clear message, in one tree.
 
-    RoofwatchError                    base; defined in ``workers.errors`` so workers need nothing of service
+    RoofwatchError                    base; defined in ``roofwatch.workers.errors`` so workers need nothing of service
      ├── CheckoutError                git could not give us the tree we asked for
      │    ├── RemoteUnreachable       clone/fetch failed (bad URL, no network, not a repository)
      │    └── UnknownRevision         the SHA / ref / range does not exist in the repository
@@ -12,6 +12,7 @@
      ├── IngestError                  an envelope that cannot be stored (unknown run, foreign version)
      ├── TriageError                  an unknown change or triage state
      ├── PullRequestError             a pull request that cannot be measured
+     ├── PayloadError                 a signed webhook body that is not a JSON object roofwatch can read
      ├── CsvHistoryError              an external history (``roofwatch changepoints --csv``) that cannot be read
      ├── UploadFormatError            an uploaded result file that cannot be read (format, JSON, fields)
      ├── UploadError                  an upload that cannot be stored (unknown SHA, missing base, device mismatch)
@@ -24,7 +25,7 @@ Entry points catch ``RoofwatchError`` alone: the CLI prints it and exits 2, the 
 
 from __future__ import annotations
 
-from workers.errors import (
+from roofwatch.workers.errors import (
     CalibrationError,
     CheckoutError,
     RemoteUnreachable,
@@ -37,7 +38,7 @@ from workers.errors import (
 )
 
 __all__ = [
-    "CalibrationError", "CheckoutError", "CsvHistoryError", "GitHubError", "IngestError", "PullRequestError",
+    "CalibrationError", "CheckoutError", "CsvHistoryError", "GitHubError", "IngestError", "PayloadError", "PullRequestError",
     "RemoteUnreachable", "ResultFileError", "RetryableGitHubError", "RoofwatchError", "SandboxUnavailable", "SuiteConfigError",
     "TriageError", "UnknownRepository", "UnknownRevision", "UploadError", "UploadFormatError",
     "ArtifactLookupError", "DemoError",
@@ -54,6 +55,10 @@ class TriageError(RoofwatchError, ValueError):
 
 class PullRequestError(RoofwatchError):
     """The pull request cannot be measured (unfetchable repository, missing commit)."""
+
+
+class PayloadError(RoofwatchError, ValueError):
+    """A webhook body that is not JSON, nests too deep, or holds a number no GitHub payload has."""
 
 
 class CsvHistoryError(RoofwatchError):

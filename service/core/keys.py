@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from sqlalchemy import ColumnElement, and_, func
 from sqlmodel import Session, col, select
 
-from service.core.models import Comparison, Repository, Run
+from roofwatch.service.core.models import Comparison, Repository, Run
 
 Keyed = TypeVar("Keyed", Run, Comparison)
 

@@ -6,7 +6,7 @@ link in a GitHub comment or a terminal is opened far from the server that wrote 
 
 from __future__ import annotations
 
-from service.core.config import get_settings
+from roofwatch.service.core.config import get_settings
 
 
 def dashboard_url(path: str = "/") -> str:

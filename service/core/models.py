@@ -22,7 +22,7 @@ TRIGGERS = ("push", "pull_request", "manual", "bisect", "schedule", "upload")
 CHANGE_KINDS = ("perf-regression", "perf-improvement", "correctness-failure", "numerics-drift", "compiled-code")
 TriageState = Literal["new", "acknowledged", "expected", "invalid", "fixed"]
 TRIAGE_STATES: tuple[str, ...] = get_args(TriageState)
-# Whose pull requests run without a maintainer's approval (see service.github.trust).
+# Whose pull requests run without a maintainer's approval (see roofwatch.service.github.trust).
 TRUST_POLICIES = ("maintainers-only", "everyone")
 
 
@@ -34,7 +34,8 @@ class Repository(SQLModel, table=True):
     # "maintainers-only": fork / outside-collaborator PRs wait for a maintainer's approval.
     trust_policy: str = "maintainers-only"
     # GitHub App installation that covers this repository (from webhooks); None in token mode.
-    installation_id: int | None = None
+    # GitHub ids are 64-bit.
+    installation_id: int | None = Field(default=None, sa_type=BigInteger)
     # The operator's switch: this repository's suites may reach the network (setup always may).
     suite_network: bool = False
     created_at: datetime = Field(default_factory=utcnow)
@@ -216,7 +217,7 @@ class Change(SQLModel, table=True):
     test_id: str | None = None
     kind: str
     # Where the change is in its lifecycle: candidate -> narrowing -> confirming -> confirmed |
-    # rejected (see service.analysis.lifecycle). Only confirmed changes are shown.
+    # rejected (see roofwatch.service.analysis.lifecycle). Only confirmed changes are shown.
     phase: str = Field(default="candidate", index=True)
     # The device (and so the series' epoch: its fingerprint) the change was seen on.
     device_id: int | None = Field(default=None, foreign_key="device.id", index=True)

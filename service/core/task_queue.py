@@ -1,7 +1,7 @@
 """Send a Celery task by its registered name: the service's one way onto the queue.
 
 Nothing in the service imports a task module to send work; a task is named (``roofwatch.*``),
-and ``service.tasks`` — the one module that implements them — imports the flows, not the other
+and ``roofwatch.service.tasks`` — the one module that implements them — imports the flows, not the other
 way round. Embedded (no broker), the task runs eagerly in this process.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from celery import Signature
 
-from workers.celery_app import app
+from roofwatch.workers.celery_app import app
 
 
 def signature(name: str, *args: object, immutable: bool = False) -> Signature:

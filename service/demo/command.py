@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from service.demo.history import PR_BRANCH, DemoError, build_demo_repository
+from roofwatch.service.demo.history import PR_BRANCH, DemoError, build_demo_repository
 
 # What each planted step is, for the table printed after init (the rest are neutral commits).
 PLANTED = {

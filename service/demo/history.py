@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from service.core.errors import DemoError
+from roofwatch.service.core.errors import DemoError
 
 AUTHOR = ("Ada Kernel", "ada@kernels.example")
 FIRST_COMMIT_EPOCH = 1_772_442_000  # 2026-03-02 09:00 UTC
@@ -36,7 +36,7 @@ BRANCH = "main"
 
 
 def template(name: str) -> str:
-    return resources.files("service.demo").joinpath("templates", name).read_text(encoding="utf-8")
+    return resources.files("roofwatch.service.demo").joinpath("templates", name).read_text(encoding="utf-8")
 
 
 def _edited(text: str, old: str, new: str) -> str:

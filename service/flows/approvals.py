@@ -8,7 +8,7 @@ A head that arrived after the comment is one the maintainer cannot have looked a
 
 Whether the giver may approve is GitHub's word, not the payload's ``author_association``:
 ``GET /repos/{owner}/{repo}/collaborators/{username}/permission`` must say write, maintain or
-admin (``service.github.trust``).
+admin (``roofwatch.service.github.trust``).
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from datetime import UTC, datetime
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from service.core.config import get_settings
-from service.core.errors import GitHubError
-from service.core.models import PullRequestHead
-from service.github.client import GitHubClient
+from roofwatch.service.core.config import get_settings
+from roofwatch.service.core.errors import GitHubError
+from roofwatch.service.core.models import PullRequestHead
+from roofwatch.service.github.client import GitHubClient
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,11 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from service.analysis import lifecycle
-from service.analysis.compiled import Decision, binary_verdict, confirm_timing_change, diff
-from service.core.models import Change, Commit, Run
-from service.records import changes, compiled_artifacts
+from roofwatch.service.analysis import lifecycle
+from roofwatch.service.analysis.compiled import Decision, binary_verdict, confirm_timing_change, diff
+from roofwatch.service.core.models import Change, Commit, Run
+from roofwatch.service.records import changes, compiled_artifacts
+from roofwatch.service.records.runs import find_commit
 
 
 def flag(session: Session, run: Run, head_commit: Commit) -> list[int]:
@@ -30,7 +31,7 @@ def flag(session: Session, run: Run, head_commit: Commit) -> list[int]:
     base = compiled_artifacts.for_commit(session, run.repository_id, parent)
     if binary_verdict(base, head).identical is None:
         return []  # another toolchain: a new epoch, not a change of the code
-    good = session.exec(select(Commit).where(Commit.repository_id == run.repository_id, Commit.sha == parent)).first()
+    good = find_commit(session, run.repository_id, parent)
     created: list[int] = []
     for item in diff(base, head):
         test_id = f"{item.kernel}[{item.specialization}] {item.target}"

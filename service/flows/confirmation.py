@@ -20,13 +20,13 @@ from dataclasses import dataclass
 
 from sqlmodel import Session, col, select
 
-from service.analysis import environment, lifecycle
-from service.core.keys import comparison_key, comparison_key_prefix, starts_with
-from service.core.models import Benchmark, Change, Commit, Comparison, ComparisonResult, Device, Repository
-from service.flows import compiled_changes
-from service.records import changes
-from service.records.comparisons import results_of
-from service.records.series import benchmark_points
+from roofwatch.service.analysis import environment, lifecycle
+from roofwatch.service.core.keys import comparison_key, comparison_key_prefix, starts_with
+from roofwatch.service.core.models import Benchmark, Change, Commit, Comparison, ComparisonResult, Device, Repository
+from roofwatch.service.flows import compiled_changes
+from roofwatch.service.records import changes
+from roofwatch.service.records.comparisons import results_of
+from roofwatch.service.records.series import benchmark_points
 
 PURPOSE = "confirm"
 MAX_ATTEMPTS = 3  # A/Bs of one pair before an unsettled machine leaves its candidates rejected

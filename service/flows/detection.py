@@ -24,12 +24,13 @@ from dataclasses import dataclass, field
 
 from sqlmodel import Session, col, select
 
-from service.analysis import history, lifecycle
-from service.analysis.correctness import FAILING
-from service.core.models import Benchmark, Change, Commit, Measurement, Run, TestOutcome
-from service.flows import compiled_changes, narrowing
-from service.records import changes
-from service.records.series import MAIN_BRANCH_TRIGGERS, benchmark_points, previous_run, test_outcomes
+from roofwatch.service.analysis import history, lifecycle
+from roofwatch.service.analysis.correctness import FAILING
+from roofwatch.service.core.models import Benchmark, Change, Commit, Measurement, Run, TestOutcome
+from roofwatch.service.flows import compiled_changes, narrowing
+from roofwatch.service.records import changes
+from roofwatch.service.records.runs import find_commit
+from roofwatch.service.records.series import MAIN_BRANCH_TRIGGERS, benchmark_points, previous_run, test_outcomes
 
 NUMERICS_DRIFT_FACTOR = 4.0  # error growth (two bits) that makes a numerics-drift change
 NUMERICS_ERROR_FLOOR = 1e-6  # errors below this are rounding noise, whatever the ratio
@@ -193,8 +194,9 @@ def _candidate(session: Session, run: Run, benchmark: Benchmark, step: history.S
     if changes.find_same(session, repository_id=run.repository_id, kind=kind, device_id=run.device_id,
                          benchmark_id=benchmark.id, start=step.good.position, end=step.bad.position):
         return  # a sighting of a known change: it is narrowed by runs, not by sightings
-    good = _commit(session, run.repository_id, step.good.sha)
-    bad = _commit(session, run.repository_id, step.bad.sha)
+    good = find_commit(session, run.repository_id, step.good.sha)
+    bad = find_commit(session, run.repository_id, step.bad.sha)
+    assert good is not None and bad is not None  # both ends of a step are measured, so recorded
     change = changes.record(
         session, repository_id=run.repository_id, device_id=run.device_id, kind=kind, phase=lifecycle.CANDIDATE,
         good=good, bad=bad, run_id=run.id, benchmark_id=benchmark.id, suite=benchmark.suite,
@@ -202,6 +204,3 @@ def _candidate(session: Session, run: Run, benchmark: Benchmark, step: history.S
     _start(session, change, good, bad, commits_between, lifecycle.CONFIRMING)
     summary.changes.append(change.id)  # type: ignore[arg-type]
 
-
-def _commit(session: Session, repository_id: int, sha: str) -> Commit:
-    return session.exec(select(Commit).where(Commit.repository_id == repository_id, Commit.sha == sha)).one()

@@ -1,7 +1,7 @@
 """The one seam between the flows and Celery: "measure this", "A/B these", then call back.
 
 Flows never import a task module; they name tasks by their stable names (the names workers and
-brokers know them by), and ``service.tasks`` — which imports the flows — implements the
+brokers know them by), and ``roofwatch.service.tasks`` — which imports the flows — implements the
 callbacks. Embedded (no broker), the same chains execute eagerly in this process.
 """
 
@@ -13,10 +13,10 @@ from enum import StrEnum
 from celery import Signature, chain
 from celery.result import AsyncResult
 
-from service.core import task_queue
-from workers.ab import ABJob
-from workers.celery_app import app
-from workers.runner import Job
+from roofwatch.service.core import task_queue
+from roofwatch.workers.ab import ABJob
+from roofwatch.workers.celery_app import app
+from roofwatch.workers.runner import Job
 
 RUN_TASK_PREFIX = "roofwatch-run-"
 COMPARISON_TASK_PREFIX = "roofwatch-comparison-"

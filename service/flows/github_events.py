@@ -15,17 +15,17 @@ from typing import Any
 
 from sqlmodel import Session, select
 
-from service.core.config import Settings, get_settings
-from service.core.db import session_scope
-from service.core.errors import GitHubError
-from service.core.links import dashboard_url
-from service.core.models import Repository
-from service.flows import approvals
-from service.flows import pull_request as pull_requests
-from service.flows import push as pushes
-from service.github import reporting, trust
-from service.github.client import GitHubClient
-from service.github.payloads import (
+from roofwatch.service.core.config import Settings, get_settings
+from roofwatch.service.core.db import session_scope
+from roofwatch.service.core.errors import GitHubError
+from roofwatch.service.core.links import dashboard_url
+from roofwatch.service.core.models import Repository
+from roofwatch.service.flows import approvals
+from roofwatch.service.flows import pull_request as pull_requests
+from roofwatch.service.flows import push as pushes
+from roofwatch.service.github import reporting, trust
+from roofwatch.service.github.client import GitHubClient
+from roofwatch.service.github.payloads import (
     EVENT_MODELS,
     InstallationEvent,
     IssueCommentEvent,

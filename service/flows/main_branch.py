@@ -16,20 +16,20 @@ from pathlib import Path
 
 from sqlmodel import Session, select
 
-from service.core.config import get_settings
-from service.core.db import session_scope
-from service.core.keys import bisect_key
-from service.core.models import Commit, Comparison, Device, Repository, Run
-from service.flows import confirmation, dispatch, narrowing
-from service.flows.confirmation import Confirm
-from service.flows.detection import AnalysisSummary, analyze_run
-from service.flows.measure import job_for, submit
-from service.flows.narrowing import Bisect
-from service.records.comparisons import ab_job_for, create_comparison
-from service.records.runs import create_run, upsert_commit
-from workers import checkout
-from workers.device import queue_name
-from workers.errors import RoofwatchError
+from roofwatch.service.core.config import get_settings
+from roofwatch.service.core.db import session_scope
+from roofwatch.service.core.keys import bisect_key
+from roofwatch.service.core.models import Comparison, Device, Repository, Run
+from roofwatch.service.flows import confirmation, dispatch, narrowing
+from roofwatch.service.flows.confirmation import Confirm
+from roofwatch.service.flows.detection import AnalysisSummary, analyze_run
+from roofwatch.service.flows.measure import job_for, submit
+from roofwatch.service.flows.narrowing import Bisect
+from roofwatch.service.records.comparisons import ab_job_for, create_comparison
+from roofwatch.service.records.runs import create_run, find_commit, upsert_commit
+from roofwatch.workers import checkout
+from roofwatch.workers.device import queue_name
+from roofwatch.workers.errors import RoofwatchError
 
 log = logging.getLogger(__name__)
 
@@ -86,10 +86,6 @@ def _mirror(clone_url: str) -> Path:
     return checkout.ensure_mirror(get_settings().mirrors_dir, clone_url)
 
 
-def _known(session: Session, repository: Repository, sha: str) -> Commit | None:
-    return session.exec(select(Commit).where(Commit.repository_id == repository.id, Commit.sha == sha)).first()
-
-
 def _confirm(request: Confirm) -> None:
     settings = get_settings()
     with session_scope() as session:
@@ -99,7 +95,8 @@ def _confirm(request: Confirm) -> None:
         key = confirmation.key_for(repository, device, request)
         if session.exec(select(Comparison).where(Comparison.idempotency_key == key)).first():
             return
-        good, bad = _known(session, repository, request.good_sha), _known(session, repository, request.bad_sha)
+        good = find_commit(session, request.repository_id, request.good_sha)
+        bad = find_commit(session, request.repository_id, request.bad_sha)
         assert good is not None and bad is not None  # both ends of a candidate were measured
         comparison = create_comparison(session, repository, good, bad, key, purpose=confirmation.PURPOSE)
         job = ab_job_for(comparison, repository, good, bad, str(settings.data_dir), settings.suite_timeout,
@@ -119,13 +116,14 @@ def _bisect(request: Bisect) -> None:
         key = bisect_key(repository, request.sha, device.fingerprint, request.attempt)
         if session.exec(select(Run).where(Run.idempotency_key == key)).first():
             return
-        commit = _known(session, repository, request.sha)
+        commit = find_commit(session, request.repository_id, request.sha)
         clone_url = repository.clone_url
     info = None if commit is not None else checkout.commit_info(_mirror(clone_url), request.sha)
     with session_scope() as session:
         repository = session.get(Repository, request.repository_id)
         assert repository is not None
-        commit = upsert_commit(session, repository, info) if info is not None else _known(session, repository, request.sha)
+        commit = (upsert_commit(session, repository, info) if info is not None
+                  else find_commit(session, request.repository_id, request.sha))
         assert commit is not None
         run = create_run(session, repository, commit, key, trigger="bisect")
         job = job_for(run, repository, commit, settings)

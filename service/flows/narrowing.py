@@ -23,10 +23,11 @@ from typing import Literal
 
 from sqlmodel import Session, col, select
 
-from service.analysis import lifecycle
-from service.analysis.correctness import FAILING
-from service.core.keys import bisect_key_prefix, starts_with
-from service.core.models import Change, Commit, Device, Measurement, Repository, Run, TestOutcome
+from roofwatch.service.analysis import lifecycle
+from roofwatch.service.analysis.correctness import FAILING
+from roofwatch.service.core.keys import bisect_key_prefix, starts_with
+from roofwatch.service.core.models import Change, Commit, Device, Measurement, Repository, Run, TestOutcome
+from roofwatch.service.records.runs import find_commit
 
 # A fixed change is still narrowed: which commit introduced a bug matters after it is fixed.
 BISECTED_STATES = ("new", "acknowledged", "fixed")
@@ -100,7 +101,7 @@ def _narrow_one(session: Session, change: Change, runs: list[Run], sha: str, ski
     position = remaining.index(sha)
     log = list(change.details.get("bisect_log", []))
     entry = {"sha": sha, "run": runs[0].id if runs else None, "runs": [run.id for run in runs]}
-    commit = session.exec(select(Commit).where(Commit.repository_id == change.repository_id, Commit.sha == sha)).first()
+    commit = find_commit(session, change.repository_id, sha)
     if verdict is None:
         remaining.pop(position)
         log.append({**entry, "verdict": "skip"})
@@ -115,8 +116,7 @@ def _narrow_one(session: Session, change: Change, runs: list[Run], sha: str, ski
     change.details = {**change.details, "bisect_range": remaining, "bisect_log": log}
     # With a commit skipped, the culprit may be that commit: the range stays a range, as in git bisect.
     if not remaining and not any(entry["verdict"] == "skip" for entry in log):
-        first_bad = session.exec(select(Commit).where(
-            Commit.repository_id == change.repository_id, Commit.sha == change.range_end_sha)).first()
+        first_bad = find_commit(session, change.repository_id, change.range_end_sha) if change.range_end_sha else None
         change.first_bad_commit_id = first_bad.id if first_bad else None
         if change.phase == lifecycle.NARROWING:
             change.phase = lifecycle.phase_after_narrowing(change.kind)

@@ -12,16 +12,16 @@ from datetime import date
 
 from sqlmodel import col, select
 
-from service.core.config import get_settings
-from service.core.db import session_scope
-from service.core.errors import CheckoutError
-from service.core.keys import nightly_run_key
-from service.core.models import Repository, Run
-from service.flows.measure import job_for, submit
-from service.flows.pull_request import device_class
-from service.records.runs import create_run, upsert_commit
-from workers import checkout
-from workers.device import queue_name
+from roofwatch.service.core.config import get_settings
+from roofwatch.service.core.db import session_scope
+from roofwatch.service.core.errors import CheckoutError
+from roofwatch.service.core.keys import nightly_run_key
+from roofwatch.service.core.models import Repository, Run
+from roofwatch.service.flows.measure import job_for, submit
+from roofwatch.service.flows.pull_request import device_class
+from roofwatch.service.records.runs import create_run, upsert_commit
+from roofwatch.workers import checkout
+from roofwatch.workers.device import queue_name
 
 log = logging.getLogger(__name__)
 

@@ -14,19 +14,19 @@ from dataclasses import dataclass
 
 from sqlmodel import Session, col, select
 
-from service.core.config import get_settings
-from service.core.db import session_scope
-from service.core.errors import CheckoutError, PullRequestError
-from service.core.keys import comparison_key, next_attempt, pull_request_run_key, pull_request_run_key_prefix
-from service.core.links import compare_url, dashboard_url, run_url
-from service.core.models import Commit, Comparison, Repository, Run, utcnow
-from service.flows import dispatch
-from service.github import reporting
-from service.github.comment import ReportContext, render_comment, summarize
-from service.records.comparisons import ab_job_for, comparison_report, create_comparison
-from service.records.runs import upsert_commit
-from workers import checkout
-from workers.device import probe, queue_name
+from roofwatch.service.core.config import get_settings
+from roofwatch.service.core.db import session_scope
+from roofwatch.service.core.errors import CheckoutError, PullRequestError
+from roofwatch.service.core.keys import comparison_key, next_attempt, pull_request_run_key, pull_request_run_key_prefix
+from roofwatch.service.core.links import compare_url, dashboard_url, run_url
+from roofwatch.service.core.models import Commit, Comparison, Repository, Run, utcnow
+from roofwatch.service.flows import dispatch
+from roofwatch.service.github import reporting
+from roofwatch.service.github.comment import ReportContext, render_comment, summarize
+from roofwatch.service.records.comparisons import ab_job_for, comparison_report, create_comparison
+from roofwatch.service.records.runs import upsert_commit
+from roofwatch.workers import checkout
+from roofwatch.workers.device import probe, queue_name
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +181,7 @@ def _cancel_run(session: Session, repository: Repository, run: Run, reason: str)
 
 
 def _could_not_measure(repository_id: int, head: PullRequestHead, reason: str) -> None:
-    from service.github.comment import Summary
+    from roofwatch.service.github.comment import Summary
 
     with session_scope() as session:
         repository = session.get(Repository, repository_id)

@@ -13,21 +13,21 @@ from dataclasses import dataclass
 
 from sqlmodel import select
 
-from service.core.config import get_settings
-from service.core.db import session_scope
-from service.core.errors import CheckoutError
-from service.core.keys import push_run_key
-from service.core.links import run_url
-from service.core.models import Change, Commit, Measurement, Repository, Run, TestOutcome
-from service.flows import dispatch
-from service.flows.measure import job_for, submit
-from service.flows.pull_request import PullRequestError, device_class
-from service.github import reporting
-from service.github.comment import Summary
-from service.records.changes import shown
-from service.records.runs import create_run, upsert_commit
-from workers import checkout
-from workers.device import queue_name
+from roofwatch.service.core.config import get_settings
+from roofwatch.service.core.db import session_scope
+from roofwatch.service.core.errors import CheckoutError
+from roofwatch.service.core.keys import push_run_key
+from roofwatch.service.core.links import run_url
+from roofwatch.service.core.models import Change, Commit, Measurement, Repository, Run, TestOutcome
+from roofwatch.service.flows import dispatch
+from roofwatch.service.flows.measure import job_for, submit
+from roofwatch.service.flows.pull_request import PullRequestError, device_class
+from roofwatch.service.github import reporting
+from roofwatch.service.github.comment import Summary
+from roofwatch.service.records.changes import shown
+from roofwatch.service.records.runs import create_run, upsert_commit
+from roofwatch.workers import checkout
+from roofwatch.workers.device import queue_name
 
 log = logging.getLogger(__name__)
 

@@ -25,10 +25,10 @@ from pathlib import Path
 
 from sqlmodel import Session, col, select
 
-from service.analysis import compare, lifecycle, single_runs
-from service.core.config import get_settings
-from service.core.errors import UnknownRepository, UnknownRevision, UploadError
-from service.core.models import (
+from roofwatch.service.analysis import compare, lifecycle, single_runs
+from roofwatch.service.core.config import get_settings
+from roofwatch.service.core.errors import UnknownRepository, UnknownRevision, UploadError
+from roofwatch.service.core.models import (
     Benchmark,
     Change,
     Commit,
@@ -40,13 +40,14 @@ from service.core.models import (
     Run,
     utcnow,
 )
-from service.flows.detection import analyze_run
-from service.records.ingest import ingest_envelope, upsert_benchmark, upsert_device
-from service.records.runs import upsert_commit
-from service.records.series import benchmark_points
-from service.records.upload_formats import ParsedResults, UploadFormatError, read_results
-from workers import checkout
-from workers.envelope import CommitRecord, DeviceInfo, Envelope, SuiteResult
+from roofwatch.service.flows.detection import analyze_run
+from roofwatch.service.records.ingest import ingest_envelope, upsert_benchmark, upsert_device
+from roofwatch.service.records.runs import upsert_commit
+from roofwatch.service.records.series import benchmark_points
+from roofwatch.service.records.upload_formats import ParsedResults, UploadFormatError, read_results
+from roofwatch.workers import checkout
+from roofwatch.workers.envelope import CommitRecord, DeviceInfo, Envelope, SuiteResult
+from roofwatch.workers.redaction import redact_json
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +122,9 @@ def upload(session: Session, request: UploadRequest) -> UploadOutcome:
     result = SuiteResult(name=suite, kind="benchmark", status="passed",
                          reason=f"uploaded {parsed.format} results ({request.path.name})",
                          measurements=parsed.measurements)
+    # An uploaded file is text from a team's CI (benchmark names, params, context): it is
+    # stored and shown like a measured run's, so the same redaction applies on the way in.
+    result = SuiteResult.model_validate(redact_json(result.model_dump()))
     device = uploaded_device(device_class)
     if base_run is None:
         envelope = Envelope(run_id=run.id, idempotency_key=key, repository=repository.full_name,  # type: ignore[arg-type]
@@ -240,8 +244,8 @@ def _compare_with_base(session: Session, repository: Repository, run: Run, base_
 
 def upload_and_report(request: UploadRequest) -> UploadOutcome:
     """Store the upload in one transaction; then, for a pull request, post its status and comment."""
-    from service.core.db import session_scope
-    from service.flows.pull_request import finish
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.flows.pull_request import finish
 
     with session_scope() as session:
         outcome = upload(session, request)

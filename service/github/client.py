@@ -28,8 +28,8 @@ from tenacity import (
     wait_random,
 )
 
-from service.core.config import Settings
-from service.core.errors import GitHubError, RetryableGitHubError
+from roofwatch.service.core.config import Settings
+from roofwatch.service.core.errors import GitHubError, RetryableGitHubError
 
 API_VERSION = "2022-11-28"
 USER_AGENT = "roofwatch"

@@ -1,6 +1,6 @@
 """The pull-request report: one living PR comment and the one-line status summary.
 
-Both are pure functions of the dict ``service.records.comparisons.comparison_report`` returns: no I/O,
+Both are pure functions of the dict ``roofwatch.service.records.comparisons.comparison_report`` returns: no I/O,
 no clock, so the same comparison always renders the same bytes and re-posting an unchanged
 report is a no-op edit.
 
@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeGuard
 
-from service.analysis.abtest import MIN_ROUNDS
-from service.github.compiled_section import render_compiled
+from roofwatch.service.analysis.abtest import MIN_ROUNDS
+from roofwatch.service.github.compiled_section import render_compiled
 
 MARKER = "<!-- roofwatch:pull-request-report -->"  # hidden marker by which the comment is found again and edited
 MAX_COMMENT_CHARS = 65_000  # GitHub rejects comment bodies over 65,536 characters

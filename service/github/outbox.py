@@ -19,12 +19,13 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
-from service.core.config import Settings, get_settings
-from service.core.db import session_scope
-from service.core.errors import GitHubError
-from service.core.models import GitHubReport, Repository, utcnow
-from service.github.client import GitHubClient
-from service.github.comment import MARKER
+from roofwatch.service.core.config import Settings, get_settings
+from roofwatch.service.core.db import session_scope
+from roofwatch.service.core.errors import GitHubError
+from roofwatch.service.core.models import GitHubReport, Repository, utcnow
+from roofwatch.service.github.client import GitHubClient
+from roofwatch.service.github.comment import MARKER
+from roofwatch.workers.redaction import redact, redact_json
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +45,14 @@ def _default_client(settings: Settings, repository: Repository) -> GitHubClient:
 
 def publish(session: Session, repository: Repository, target: str, subject: str,
             payload: dict[str, Any]) -> GitHubReport | None:
-    """Record the desired state of one GitHub target; None when GitHub reporting is off."""
+    """Record the desired state of one GitHub target; None when GitHub reporting is off.
+
+    Every string in ``payload`` is redacted first: nothing posted to GitHub (or kept here to
+    be posted) carries a credential.
+    """
     if get_settings().github_mode == "off":
         return None
+    payload = redact_json(payload)
     row = session.exec(select(GitHubReport).where(
         GitHubReport.repository_id == repository.id, GitHubReport.target == target,
         GitHubReport.subject == subject)).first()
@@ -80,7 +86,7 @@ def deliver(report_id: int, client_factory: ClientFactory = _default_client, eng
                 row.external_id = _send(client, repository.full_name, row)
         except GitHubError as exc:
             row.attempts += 1
-            row.last_error = str(exc)[:2000]
+            row.last_error = redact(str(exc))[:2000]
             delay = min(RETRY_MAX_S, RETRY_BASE_S * 2 ** (row.attempts - 1))
             row.next_attempt_at = utcnow() + timedelta(seconds=delay)
             session.add(row)

@@ -3,19 +3,91 @@
 Only the fields roofwatch reads are declared; everything else GitHub sends is ignored, so a
 payload that gains fields keeps working, and one that lacks a field roofwatch needs is a
 clear 400 instead of a crash halfway through handling it.
+
+The declared fields are strict: ``"21"`` is not the number 21 and ``true`` is not 1, as
+GitHub never sends either. Numbers are bounded where they are declared (ids fit a signed
+64-bit integer, pull request numbers a signed 32-bit one, as the database columns do), and
+``parse`` refuses what no GitHub payload holds before any model sees it: nesting deeper than
+``MAX_DEPTH``, integer literals longer than ``MAX_INTEGER_DIGITS``, ``NaN`` and ``Infinity``.
 """
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from roofwatch.service.core.errors import PayloadError
 
 ZERO_SHA = "0" * 40
+# GitHub's payloads nest about 8 levels; the JSON decoder recurses once per level.
+MAX_DEPTH = 64
+# A signed 64-bit integer has at most 19 digits; GitHub's ids and sizes all fit one.
+MAX_INTEGER_DIGITS = 20
+
+# A GitHub id (repository, installation, hook, comment): positive, a signed 64-bit integer.
+GitHubId = Annotated[int, Field(ge=1, le=2**63 - 1)]
+# Pull request and issue numbers: positive and far below 2**31 (the ``run.pr_number`` column).
+IssueNumber = Annotated[int, Field(ge=1, le=2**31 - 1)]
+
+
+def _timestamp_text(value: object) -> object:
+    # GitHub writes these as ISO 8601 text; a bare number would be read as a Unix time.
+    if not isinstance(value, str | datetime):
+        raise ValueError("must be an ISO 8601 timestamp string")
+    return value
+
+
+Timestamp = Annotated[datetime, Field(strict=False), BeforeValidator(_timestamp_text)]
+
+
+def _integer(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INTEGER_DIGITS:
+        raise PayloadError(f"an integer of {digits} digits is out of range (GitHub sends at most 64-bit integers)")
+    return int(text)
+
+
+def _constant(name: str) -> Any:
+    raise PayloadError(f"{name} is not a JSON number")
+
+
+def _too_deep(value: object) -> bool:
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return False
+
+
+def parse(body: bytes) -> dict[str, Any]:
+    """The JSON object in a webhook body; ``PayloadError`` says why when there is none."""
+    try:
+        data = json.loads(body, parse_int=_integer, parse_constant=_constant)
+    except PayloadError:
+        raise
+    except RecursionError:
+        raise PayloadError(f"payload nests deeper than {MAX_DEPTH} levels") from None
+    except UnicodeDecodeError as exc:
+        raise PayloadError(f"payload is not UTF-8 text: {exc.reason} at byte {exc.start}") from None
+    except ValueError as exc:  # json.JSONDecodeError and int()'s own limits
+        raise PayloadError(f"payload is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise PayloadError("payload must be a JSON object")
+    if _too_deep(data):
+        raise PayloadError(f"payload nests deeper than {MAX_DEPTH} levels")
+    return data
 
 
 class _Payload(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", strict=True)
 
 
 class User(_Payload):
@@ -29,7 +101,7 @@ class RepositoryRef(_Payload):
 
 
 class Installation(_Payload):
-    id: int
+    id: GitHubId
 
 
 class Label(_Payload):
@@ -44,7 +116,7 @@ class Branch(_Payload):
 
 
 class PullRequest(_Payload):
-    number: int
+    number: IssueNumber
     title: str = ""
     html_url: str = ""
     user: User
@@ -56,7 +128,7 @@ class PullRequest(_Payload):
 
 class PullRequestEvent(_Payload):
     action: str
-    number: int
+    number: IssueNumber
     pull_request: PullRequest
     repository: RepositoryRef
     sender: User
@@ -73,7 +145,7 @@ class PushEvent(_Payload):
 
 
 class IssueRef(_Payload):
-    number: int
+    number: IssueNumber
     # Present (an object of URLs) only when the issue is a pull request.
     pull_request: dict[str, object] | None = None
 
@@ -83,7 +155,7 @@ class Comment(_Payload):
     user: User
     author_association: str = "NONE"
     # When the command was made: an approval covers the head the pull request had then.
-    created_at: datetime | None = None
+    created_at: Timestamp | None = None
 
 
 class IssueCommentEvent(_Payload):
@@ -103,7 +175,7 @@ class InstallationEvent(_Payload):
 
 class PingEvent(_Payload):
     zen: str = ""
-    hook_id: int | None = None
+    hook_id: GitHubId | None = None
     repository: RepositoryRef | None = None
 
 

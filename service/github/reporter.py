@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterable
 
 from sqlalchemy import Engine
 
-from service.core.db import get_engine, session_scope
-from service.github import outbox
+from roofwatch.service.core.db import get_engine, session_scope
+from roofwatch.service.github import outbox
 
 log = logging.getLogger(__name__)
 

@@ -11,11 +11,12 @@ from typing import Any, Literal
 
 from sqlmodel import Session
 
-from service.core import task_queue
-from service.core.config import get_settings
-from service.core.models import Repository
-from service.github import outbox, reporter
-from service.github.comment import Summary
+from roofwatch.service.core import task_queue
+from roofwatch.service.core.config import get_settings
+from roofwatch.service.core.models import Repository
+from roofwatch.service.github import outbox, reporter
+from roofwatch.service.github.comment import Summary
+from roofwatch.workers.redaction import redact
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +31,8 @@ _STATUS_OF_CONCLUSION = {"success": "success", "failure": "failure", "neutral": 
 
 
 def _short(text: str) -> str:
-    text = " ".join(text.split())
+    # Redacted before it is cut: a cut through a token would leave a prefix no pattern knows.
+    text = " ".join(redact(text).split())
     return text if len(text) <= DESCRIPTION_LIMIT else text[: DESCRIPTION_LIMIT - 1] + "…"
 
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import re
 
-from service.core.models import TRUST_POLICIES
-from service.github.payloads import PullRequest
+from roofwatch.service.core.models import TRUST_POLICIES
+from roofwatch.service.github.payloads import PullRequest
 
 MAINTAINER_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 # ``permission`` of GET /repos/{owner}/{repo}/collaborators/{username}/permission: GitHub maps

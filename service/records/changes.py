@@ -1,6 +1,6 @@
 """Changes in the database: find the one a sighting belongs to, record a new one, list the shown.
 
-Identity is (repository, series, epoch, direction, location) — see service.analysis.lifecycle:
+Identity is (repository, series, epoch, direction, location) — see roofwatch.service.analysis.lifecycle:
 a sighting overlapping a known change of the same benchmark (or test), device and kind is that
 change, whatever its phase or triage state, so no history is ever stored twice.
 """
@@ -12,8 +12,8 @@ from typing import Any
 from sqlalchemy import ColumnElement
 from sqlmodel import Session, col, select
 
-from service.analysis.lifecycle import CONFIRMED, overlaps
-from service.core.models import Change, Commit
+from roofwatch.service.analysis.lifecycle import CONFIRMED, overlaps
+from roofwatch.service.core.models import Change, Commit
 
 OPEN_STATES = ("new", "acknowledged")
 

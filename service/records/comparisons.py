@@ -1,6 +1,6 @@
 """A/B comparisons in the database: create one, store what a worker measured, decide.
 
-A comparison is decided from its rounds alone (``service.analysis.abtest``) — never from
+A comparison is decided from its rounds alone (``roofwatch.service.analysis.abtest``) — never from
 history — so a pull request's verdict depends only on what was measured in its own job.
 A new test failure on the head that does not also fail on the base makes the verdict
 ``failure`` whatever the timings say.
@@ -14,15 +14,16 @@ from typing import Any
 
 from sqlmodel import Session, select
 
-from service.analysis import abtest, correctness
-from service.core.models import Benchmark, Commit, Comparison, ComparisonResult, Device, Repository, utcnow
-from service.records import compiled_artifacts
-from service.records.ingest import IngestError, upsert_benchmark, upsert_device
-from service.records.roofline import fraction_of_roofline, peaks_for
-from service.records.suite_configs import job_fields
-from suites.roofline import RooflineError
-from workers.ab import ABJob, paired_rounds
-from workers.envelope import ENVELOPE_VERSION, ABEnvelope, MeasurementRecord, RoundRecord
+from roofwatch.roofline import RooflineError
+from roofwatch.service.analysis import abtest, correctness
+from roofwatch.service.core.models import Benchmark, Commit, Comparison, ComparisonResult, Device, Repository, utcnow
+from roofwatch.service.records import compiled_artifacts
+from roofwatch.service.records.ingest import IngestError, upsert_benchmark, upsert_device
+from roofwatch.service.records.roofline import fraction_of_roofline, peaks_for
+from roofwatch.service.records.suite_configs import job_fields
+from roofwatch.workers.ab import ABJob, paired_rounds
+from roofwatch.workers.envelope import ENVELOPE_VERSION, ABEnvelope, MeasurementRecord, RoundRecord
+from roofwatch.workers.redaction import redact_json
 
 
 def create_comparison(session: Session, repository: Repository, base: Commit, head: Commit, key: str,
@@ -55,7 +56,7 @@ def parse_ab_envelope(data: dict[str, object]) -> ABEnvelope:
     if data.get("version") != ENVELOPE_VERSION or data.get("kind") != "ab":
         raise IngestError(f"not an A/B envelope of version {ENVELOPE_VERSION}: "
                           f"version={data.get('version')!r} kind={data.get('kind')!r}")
-    return ABEnvelope.model_validate(data)
+    return ABEnvelope.model_validate(redact_json(data))
 
 
 def ingest_ab(session: Session, envelope: ABEnvelope) -> Comparison:

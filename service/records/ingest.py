@@ -10,9 +10,10 @@ from sqlalchemy import update as sa_update
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlmodel import Session, col, select
 
-from service.core.errors import IngestError
-from service.core.fingerprint import benchmark_fingerprint
-from service.core.models import (
+from roofwatch.roofline import Peaks, RooflineError
+from roofwatch.service.core.errors import IngestError
+from roofwatch.service.core.fingerprint import benchmark_fingerprint
+from roofwatch.service.core.models import (
     TERMINAL_STATES,
     Benchmark,
     Commit,
@@ -24,10 +25,10 @@ from service.core.models import (
     TestOutcome,
     utcnow,
 )
-from service.records import compiled_artifacts
-from service.records.roofline import fraction_of_roofline, peaks_for
-from suites.roofline import Peaks, RooflineError
-from workers.envelope import ENVELOPE_VERSION, DeviceInfo, Envelope, MeasurementRecord
+from roofwatch.service.records import compiled_artifacts
+from roofwatch.service.records.roofline import fraction_of_roofline, peaks_for
+from roofwatch.workers.envelope import ENVELOPE_VERSION, DeviceInfo, Envelope, MeasurementRecord
+from roofwatch.workers.redaction import redact_json
 
 LOG_EXCERPT_LIMIT = 8000
 LOOKUP_BATCH = 500
@@ -37,7 +38,8 @@ def parse_envelope(data: dict[str, object]) -> Envelope:
     version = data.get("version")
     if version != ENVELOPE_VERSION:
         raise IngestError(f"envelope version {version!r} is not supported (expected {ENVELOPE_VERSION})")
-    return Envelope.model_validate(data)
+    # What a suite printed is stored and shown: a credential in it goes no further than here.
+    return Envelope.model_validate(redact_json(data))
 
 
 def upsert_device(session: Session, info: DeviceInfo) -> Device:

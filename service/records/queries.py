@@ -7,8 +7,8 @@ from typing import Any
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
-from service.core.models import Benchmark, Change, Commit, Device, Measurement, Repository, Run
-from service.records.changes import shown
+from roofwatch.service.core.models import Benchmark, Change, Commit, Device, Measurement, Repository, Run
+from roofwatch.service.records.changes import shown
 
 
 def _title(message: str | None) -> str:

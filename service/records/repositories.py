@@ -8,9 +8,9 @@ from pathlib import Path
 
 from sqlmodel import Session, select
 
-from service.core.errors import UnknownRepository
-from service.core.models import TRUST_POLICIES, Repository
-from workers.checkout import ensure_mirror, is_local_path
+from roofwatch.service.core.errors import UnknownRepository
+from roofwatch.service.core.models import TRUST_POLICIES, Repository
+from roofwatch.workers.checkout import ensure_mirror, is_local_path
 
 URL_NAME = re.compile(r"[:/](?P<owner>[\w.-]+)/(?P<name>[\w.-]+?)(?:\.git)?/?$")
 

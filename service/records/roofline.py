@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from service.core.models import Device
-from suites.roofline import Bound, CacheRoof, Peaks, bound_by, datasheet_peaks
-from workers.device import is_cpu
+from roofwatch.roofline import Bound, CacheRoof, Peaks, bound_by, datasheet_peaks
+from roofwatch.service.core.models import Device
+from roofwatch.workers.device import is_cpu
 
 
 def peaks_for(device: Device) -> Peaks | None:

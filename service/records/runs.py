@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from sqlmodel import Session, col, select
 
-from service.core.models import Commit, Device, Repository, Run
-from workers.checkout import CommitInfo
+from roofwatch.service.core.models import Commit, Device, Repository, Run
+from roofwatch.workers.checkout import CommitInfo
+
+
+def find_commit(session: Session, repository_id: int, sha: str) -> Commit | None:
+    """The repository's recorded commit with this full SHA, if it was ever recorded."""
+    return session.exec(select(Commit).where(Commit.repository_id == repository_id, Commit.sha == sha)).first()
 
 
 def upsert_commit(session: Session, repository: Repository, info: CommitInfo) -> Commit:
     """The commit's row, created on first sight; its first-parent position filled in when missing."""
-    commit = session.exec(select(Commit).where(
-        Commit.repository_id == repository.id, Commit.sha == info.sha)).first()
+    assert repository.id is not None
+    commit = find_commit(session, repository.id, info.sha)
     if commit is None:
         commit = Commit(repository_id=repository.id, sha=info.sha, parents=info.parents,  # type: ignore[arg-type]
                         author=info.author, message=info.message, committed_at=info.committed_at,

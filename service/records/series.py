@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
-from service.analysis.correctness import FAILING
-from service.analysis.history import Point
-from service.core.models import Commit, Measurement, Run, TestOutcome
+from roofwatch.service.analysis.correctness import FAILING
+from roofwatch.service.analysis.history import Point
+from roofwatch.service.core.models import Commit, Measurement, Run, TestOutcome
 
 # An upload from a team's own CI measures the branch too (its candidates wait for a runner).
 MAIN_BRANCH_TRIGGERS = ("push", "manual", "bisect", "schedule", "upload")

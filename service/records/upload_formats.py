@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from service.core.errors import ResultFileError, UploadFormatError
-from workers.envelope import MeasurementRecord
-from workers.results import parse_benchmark_json
+from roofwatch.service.core.errors import ResultFileError, UploadFormatError
+from roofwatch.workers.envelope import MeasurementRecord
+from roofwatch.workers.results import parse_benchmark_json
 
 FORMATS = ("pytest-benchmark", "google-benchmark", "nvbench", "asv")
 GOOGLE_TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}

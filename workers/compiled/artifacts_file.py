@@ -7,13 +7,13 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from workers.envelope import CompiledArtifactRecord
-from workers.errors import ResultFileError
+from roofwatch.workers.envelope import CompiledArtifactRecord
+from roofwatch.workers.errors import ResultFileError
 
 
 def parse_compiled_json(path: Path) -> list[CompiledArtifactRecord]:
     if not path.is_file():
-        raise ResultFileError("the compile suite wrote no artifacts file (did its pytest load workers.compiled.plugin?)")
+        raise ResultFileError("the compile suite wrote no artifacts file (did its pytest load roofwatch.workers.compiled.plugin?)")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         return [CompiledArtifactRecord.model_validate(item) for item in data["artifacts"]]

@@ -3,7 +3,7 @@
 The runner copies this package into the suite's scratch folder as ``roofwatch_compiled`` (the
 sandbox sees no roofwatch installation) and adds ``-p roofwatch_compiled.plugin
 --roofwatch-compiled=FILE`` to the suite's command; outside the sandbox ``-p
-workers.compiled.plugin`` works the same. The suite's tests then run with every Triton launch recorded instead of executed
+roofwatch.workers.compiled.plugin`` works the same. The suite's tests then run with every Triton launch recorded instead of executed
 (kernels are compiled, never run: their outputs are garbage, so test outcomes are ignored),
 and at the end each distinct specialization is compiled for each target and the artifacts
 are written to FILE as JSON::
