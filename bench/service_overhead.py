@@ -207,7 +207,7 @@ class Stopwatch:
                 (checkout, "ensure_mirror", self.wrap("mirror fetch", checkout.ensure_mirror)),
                 (checkout, "commit_info", self.wrap("commit info", checkout.commit_info)),
                 (checkout, "worktree", self.wrap_worktree(checkout.worktree)),
-                (runner, "choose_suites", self.wrap("suite config", runner.choose_suites)),
+                (runner, "prepare_suites", self.wrap("suite config", runner.prepare_suites)),
                 (runner, "_run_setup", self.wrap("setup (cached)", runner._run_setup)),
                 (sandbox, "run", self.wrap_sandbox(sandbox.run)),
                 (runner, "parse_junit", self.wrap("result parsing", runner.parse_junit)),

@@ -30,5 +30,9 @@ if ! command -v bwrap >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; the
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq bubblewrap >/dev/null
 fi
 
-# Every core (pytest-xdist), and the 15 slowest tests at the end so slow ones are seen.
-exec .venv/bin/python -m pytest -n "${ROOFWATCH_TEST_WORKERS:-2}" --durations=15 "$@"
+# One worker per core plus one (pytest-xdist): many end-to-end tests spend their time waiting on
+# a suite's sleeps, a subprocess or a server, not on a core. Idle workers steal queued tests, so
+# a long test started late does not leave the others waiting. The 15 slowest tests are printed
+# at the end so slow ones are seen.
+WORKERS=${ROOFWATCH_TEST_WORKERS:-$(( $(nproc) + 1 ))}
+exec .venv/bin/python -m pytest -n "$WORKERS" --dist worksteal --durations=15 "$@"

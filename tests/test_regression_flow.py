@@ -1,9 +1,13 @@
 """The main-branch flow end to end: candidates → A/B confirmation → bisection → regressions.
 
 The planted repository (``planted_repo.py``) holds a 3× slowdown, a correctness bug that is
-later fixed, and a 5× speedup among neutral commits. roofwatch must report exactly those,
-name the first bad commit of each, and say nothing about the neutral ones — whether every
-commit was measured or only the two ends (then it bisects).
+later fixed, and a 5× speedup among neutral commits, in real kernels timed for real. roofwatch
+must report exactly those, name the first bad commit of each, and say nothing about the neutral
+ones. The changes are 3× and 5×, far beyond this host's 20–45 % noise between processes.
+
+Bisection from only the two ends is tested with timings the commits set
+(``test_main_branch_history.py``): a midpoint judged on real timings of a loaded two-core host
+is exactly the noise a test must not decide on.
 """
 
 from __future__ import annotations
@@ -73,19 +77,3 @@ def test_every_commit_measured_reports_exactly_the_planted_changes(
     assert found == _expected(shas), json.dumps(rows, indent=1)
     _check_sizes(rows)
 
-
-def test_two_measured_ends_are_bisected_to_the_first_bad_commits(
-    planted: tuple[Path, dict[str, str]], env: dict[str, str]
-) -> None:
-    repo, shas = planted
-    roofwatch(["run", "--repo", str(repo), "--rev", shas["base"], "--rev", shas["notes"]], env, timeout=1200)
-    found, rows = _reported(env)
-    # The softmax bug is invisible at both ends; bisecting the speed changes walks past it and
-    # records it, already fixed on the branch's tip.
-    perf = {row for row in found if row[0].startswith("perf")}
-    assert perf == {row for row in _expected(shas) if row[0].startswith("perf")}, json.dumps(rows, indent=1)
-    assert found <= _expected(shas), json.dumps(rows, indent=1)
-    for row in rows:
-        if row["kind"].startswith("perf"):
-            log = row["details"]["bisect_log"]
-            assert log and all(step["verdict"] in ("good", "bad") for step in log)
