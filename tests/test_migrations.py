@@ -43,3 +43,27 @@ def test_upgrade_is_idempotent_and_downgrade_reverses(database_url: str) -> None
     assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
     engine.dispose()
     migrate(database_url)
+
+
+def test_downgrading_below_64_bit_installation_ids_forgets_only_those(database_url: str) -> None:
+    """0011 widened installation_id; going back cannot keep an id beyond 32 bits, and must not fail on it."""
+    from sqlalchemy import text
+
+    migrate(database_url)
+    engine = create_engine(_sqlalchemy(database_url))
+    names = ("acme/wide-id", "acme/narrow-id")
+    with engine.begin() as connection:
+        connection.execute(text("DELETE FROM repository WHERE full_name IN (:a, :b)"), {"a": names[0], "b": names[1]})
+        for name, installation in zip(names, (2**63 - 1, 4242), strict=True):
+            connection.execute(text(
+                "INSERT INTO repository (full_name, clone_url, default_branch, trust_policy, installation_id, "
+                "created_at) VALUES (:name, '/nonexistent', 'main', 'collaborators', :installation, "
+                "CURRENT_TIMESTAMP)"), {"name": name, "installation": installation})
+    downgrade(database_url, "0009")
+    with engine.begin() as connection:
+        ids = dict(connection.execute(text("SELECT full_name, installation_id FROM repository "
+                                           "WHERE full_name IN (:a, :b)"), {"a": names[0], "b": names[1]}).all())
+        assert ids == {"acme/wide-id": None, "acme/narrow-id": 4242}
+        connection.execute(text("DELETE FROM repository WHERE full_name IN (:a, :b)"), {"a": names[0], "b": names[1]})
+    engine.dispose()
+    migrate(database_url)

@@ -23,6 +23,11 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    # The older schema cannot hold an id beyond 32 bits: such an installation id is forgotten
+    # (NULL, as for a repository never installed) rather than the downgrade failing half-way.
+    # roofwatch learns it again from the next installation or webhook event that carries it.
+    op.execute(sa.text("UPDATE repository SET installation_id = NULL "
+                       "WHERE installation_id > 2147483647 OR installation_id < -2147483648"))
     with op.batch_alter_table('repository', schema=None) as batch_op:
         batch_op.alter_column('installation_id', existing_type=sa.BigInteger(), type_=sa.Integer(),
                               existing_nullable=True)
