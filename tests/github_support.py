@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 import json
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,27 @@ from httpx import Response
 from roofwatch.service.github.signature import sign
 
 SECRET = "It's a Secret to Everybody"
+
+
+@contextmanager
+def webhook_client(repository: str, mirror: Path) -> Iterator[TestClient]:
+    """The app (embedded, migrated, signed with ``SECRET``) with ``repository`` registered on an empty mirror.
+
+    The caller has set ``ROOFWATCH_GITHUB_WEBHOOK_SECRET`` and reset the cached settings. The
+    background work the deliveries started has finished when the block ends.
+    """
+    from roofwatch.service.api import background
+    from roofwatch.service.api.app import create_app
+    from roofwatch.service.core.db import migrate, session_scope
+    from roofwatch.service.records.repositories import register
+
+    migrate()
+    mirror.mkdir()
+    with session_scope() as session:
+        register(session, repository, str(mirror), default_branch="master")
+    with TestClient(create_app()) as test_client:
+        yield test_client
+    assert background.drain(120)
 
 
 def deliver(client: TestClient, event: str, payload: dict[str, Any] | bytes, secret: str = SECRET,

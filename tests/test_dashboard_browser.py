@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import shutil
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 from conftest import IN_CI
+from live_server import serving
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -23,21 +20,8 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture
 def server(seeded_app) -> Iterator[str]:  # type: ignore[no-untyped-def]
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    config = uvicorn.Config(seeded_app, host="127.0.0.1", port=port, log_level="warning")
-    instance = uvicorn.Server(config)
-    thread = threading.Thread(target=instance.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not instance.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("dashboard server did not start")
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    instance.should_exit = True
-    thread.join(timeout=10)
+    with serving(seeded_app) as url:
+        yield url
 
 
 @pytest.fixture

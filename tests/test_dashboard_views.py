@@ -11,9 +11,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -21,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from conftest import _reset_caches
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from live_server import serving
 from sqlmodel import Session
 from test_dashboard_browser import ARTIFACTS, page  # noqa: F401  (fixture: headless Chromium)
 
@@ -497,19 +494,8 @@ def live_server(views_db: tuple[str, dict[str, Any]], monkeypatch: pytest.Monkey
     _reset_caches()
     from roofwatch.service.api.app import create_app
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "dashboard server did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving(create_app()) as url:
+        yield url
     _reset_caches()
 
 

@@ -8,20 +8,16 @@ errors and any request that leaves the origin.
 from __future__ import annotations
 
 import re
-import socket
-import threading
-import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from conftest import _reset_caches
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from hostile_history import LINK, NAMES, build
+from live_server import serving
 from test_dashboard_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, page  # noqa: F401  (fixture)
 from test_dashboard_escaping import page_paths
 
@@ -106,26 +102,6 @@ def test_docs_are_served_from_this_origin(app: FastAPI) -> None:
 
 
 # --- in the browser ------------------------------------------------------------------------------
-
-@contextmanager
-def serving(app: FastAPI) -> Iterator[str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("server did not start")
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-
 
 class Watch:
     """What a page did that the policy or the origin rule forbids."""

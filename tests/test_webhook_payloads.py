@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from github_support import SECRET, deliver, example
+from github_support import SECRET, deliver, example, webhook_client
 from sqlmodel import select
 
 from roofwatch.service.api import background
@@ -31,18 +31,8 @@ def client(roofwatch_env: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
 
     monkeypatch.setenv("ROOFWATCH_GITHUB_WEBHOOK_SECRET", SECRET)
     _reset_caches()
-    from roofwatch.service.api.app import create_app
-    from roofwatch.service.core.db import migrate, session_scope
-    from roofwatch.service.records.repositories import register
-
-    migrate()
-    empty = tmp_path / "empty-mirror"
-    empty.mkdir()
-    with session_scope() as session:
-        register(session, REPO, str(empty), default_branch="master")
-    with TestClient(create_app()) as test_client:
+    with webhook_client(REPO, tmp_path / "empty-mirror") as test_client:
         yield test_client
-    assert background.drain(120)
 
 
 def _deliveries() -> list[tuple[str, str, str, str]]:

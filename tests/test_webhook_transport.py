@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
 import tracemalloc
 from collections.abc import Iterator
@@ -18,10 +17,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from github_support import SECRET, deliver, example
+from github_support import SECRET, deliver, example, webhook_client
+from live_server import serving
 from sqlmodel import select
 
 from roofwatch.service.api import background
@@ -76,16 +75,8 @@ def served(roofwatch_env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Ser
 
     migrate()
     app = create_app()
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    _wait_for(lambda: server.started, "the server to start")
-    yield Served(app, port)
-    server.should_exit = True
-    thread.join(timeout=30)
+    with serving(app, start_timeout=30, stop_timeout=30) as url:
+        yield Served(app, int(url.rsplit(":", 1)[1]))
     assert background.drain(60)
 
 
@@ -215,18 +206,8 @@ def client(roofwatch_env: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
 
     monkeypatch.setenv("ROOFWATCH_GITHUB_WEBHOOK_SECRET", SECRET)
     _reset_caches()
-    from roofwatch.service.api.app import create_app
-    from roofwatch.service.core.db import migrate, session_scope
-    from roofwatch.service.records.repositories import register
-
-    migrate()
-    empty = tmp_path / "empty-mirror"
-    empty.mkdir()
-    with session_scope() as session:
-        register(session, "Codertocat/Hello-World", str(empty), default_branch="master")
-    with TestClient(create_app()) as test_client:
+    with webhook_client("Codertocat/Hello-World", tmp_path / "empty-mirror") as test_client:
         yield test_client
-    assert background.drain(120)
 
 
 def _push(shared_corpus: Path) -> dict[str, object]:
