@@ -11,6 +11,7 @@ import os
 import sys
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -39,25 +40,39 @@ def _postgres_reachable() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    """URL of a fresh, empty PostgreSQL database for this test session."""
+@contextmanager
+def fresh_postgres_database(prefix: str, needed_by: str, password: str | None = None) -> Iterator[str]:
+    """A new, empty PostgreSQL database named ``prefix_<random>``: its URL, dropped afterwards.
+
+    Unreachable server: the test skips, or fails under ``CI=true`` (CI must run ``needed_by``).
+    ``password`` goes into the URL (the server trusts loopback, so any password connects).
+    """
     problem = _postgres_reachable()
     if problem:
         message = f"PostgreSQL not reachable at {POSTGRES_ADMIN_URL} ({problem})"
         if IN_CI:
-            pytest.fail(message + " — CI must run the PostgreSQL tests")
-        pytest.skip(message + "; PostgreSQL tests skipped, SQLite tests still run")
-    name = f"roofwatch_test_{uuid.uuid4().hex[:10]}"
+            pytest.fail(f"{message} — CI must run {needed_by}")
+        pytest.skip(f"{message}; {needed_by} skipped")
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
     admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
     with admin.connect() as connection:
         connection.execute(text(f'CREATE DATABASE "{name}"'))
+    url = make_url(POSTGRES_ADMIN_URL).set(database=name)
+    if password is not None:
+        url = url.set(password=password)
     try:
-        yield make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+        yield url.render_as_string(hide_password=False)
     finally:
         with admin.connect() as connection:
             connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """URL of a fresh, empty PostgreSQL database for this test session."""
+    with fresh_postgres_database("roofwatch_test", "the PostgreSQL tests (SQLite tests still run)") as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -129,28 +129,12 @@ DISTRIBUTED_SECRETS = {"ROOFWATCH_GITHUB_TOKEN": "ghp_distributedHostileToken012
 @pytest.fixture
 def postgres_with_password() -> Iterator[tuple[str, str]]:
     """A fresh PostgreSQL database and its URL carrying a password (the secret the suite hunts for)."""
-    from conftest import IN_CI, POSTGRES_ADMIN_URL, _postgres_reachable
-    from sqlalchemy import create_engine, text
+    from conftest import POSTGRES_ADMIN_URL, fresh_postgres_database
     from sqlalchemy.engine import make_url
 
-    problem = _postgres_reachable()
-    if problem:
-        if IN_CI:
-            pytest.fail(f"PostgreSQL not reachable ({problem}) — CI must run the distributed hostile test")
-        pytest.skip(f"PostgreSQL not reachable ({problem}); distributed hostile test skipped")
-    name = f"roofwatch_hostile_{random.randrange(16**10):010x}"
-    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    admin_url = make_url(POSTGRES_ADMIN_URL)
-    password = admin_url.password or "pg-password-the-suite-must-not-see-2d7f"
-    url = admin_url.set(database=name, password=password).render_as_string(hide_password=False)
-    try:
+    password = make_url(POSTGRES_ADMIN_URL).password or "pg-password-the-suite-must-not-see-2d7f"
+    with fresh_postgres_database("roofwatch_hostile", "the distributed hostile test", password) as url:
         yield url, str(password)
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 @pytest.mark.redis

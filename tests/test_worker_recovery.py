@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import os
 import threading
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import IN_CI, POSTGRES_ADMIN_URL, _postgres_reachable
+from conftest import fresh_postgres_database
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine, make_url
 from tests_support import roofwatch
@@ -95,31 +94,19 @@ class Cluster:
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    problem = _postgres_reachable()
-    if problem:
-        if IN_CI:
-            pytest.fail(f"PostgreSQL not reachable ({problem}) — CI must run the distributed tests")
-        pytest.skip(f"PostgreSQL not reachable ({problem}); distributed recovery tests skipped")
-    name = f"roofwatch_recovery_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    url = make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
-    redis = PrivateRedis(tmp_path / "redis")
-    redis.start()
-    markers = tmp_path / "markers"
-    markers.mkdir()
-    engine = create_engine(url)
-    cluster = Cluster(tmp_path, redis, url, engine, markers)
-    roofwatch(["db", "upgrade"], cluster.service_env)
-    try:
-        yield cluster
-    finally:
-        engine.dispose()
-        redis.stop()
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with fresh_postgres_database("roofwatch_recovery", "the distributed recovery tests") as url:
+        redis = PrivateRedis(tmp_path / "redis")
+        redis.start()
+        markers = tmp_path / "markers"
+        markers.mkdir()
+        engine = create_engine(url)
+        cluster = Cluster(tmp_path, redis, url, engine, markers)
+        roofwatch(["db", "upgrade"], cluster.service_env)
+        try:
+            yield cluster
+        finally:
+            engine.dispose()
+            redis.stop()
 
 
 def _alive(pid: int) -> bool:
