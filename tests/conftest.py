@@ -21,6 +21,10 @@ from sqlalchemy.engine import Engine, make_url
 sys.path.insert(0, str(Path(__file__).parent))
 
 from sample_repo import build_history
+from tests_support import SUITE_PYTEST_ADDOPTS
+
+# Suites run in this process (run_job, the embedded app's tasks) keep the test tools' plugins out too.
+os.environ.setdefault("ROOFWATCH_SUITE_PYTEST_ADDOPTS", SUITE_PYTEST_ADDOPTS)
 
 POSTGRES_ADMIN_URL = os.environ.get(
     "ROOFWATCH_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/test"

@@ -15,7 +15,6 @@ copies ``suites/`` into the tree as well and runs it from there.)
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -24,6 +23,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+
+from tests_support import pytest_env
 
 __all__ = ["ROOT", "TIMEOUT_S", "Plant", "SelectedPlant", "assert_caught", "assert_passes", "case_name",
            "finish_cases", "planted_tree", "run_cases", "run_selected", "start_cases"]
@@ -95,7 +96,7 @@ def planted_tree(dest: Path, plants: Iterable[Edit], *, with_suites: bool = Fals
 
 def _interpreter_env(tree: Path) -> dict[str, str]:
     # cwd first on sys.path (python -m) and PYTHONPATH: the copy's kernels shadow the real ones.
-    return {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(tree)}
+    return pytest_env(TRITON_INTERPRET="1", PYTHONPATH=str(tree))
 
 
 def start_cases(tree: Path, cases: Sequence[str], junit: Path) -> subprocess.Popen[str]:

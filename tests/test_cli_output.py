@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 from sample_repo import build_history
-from tests_support import ROOFWATCH
+from tests_support import ROOFWATCH, child_env
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -18,8 +17,8 @@ LONG_TITLE = "Fuse saxpy with its epilogue so the output is written once, not tw
 
 def _piped(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """``roofwatch ARGS`` with stdout and stderr pipes and no COLUMNS, as in a CI log."""
-    full = {k: v for k, v in os.environ.items() if not k.startswith("ROOFWATCH_") and k != "COLUMNS"}
-    full |= {"ROOFWATCH_CALIBRATE": "0", **env}
+    full = child_env({"ROOFWATCH_CALIBRATE": "0", **env})
+    full.pop("COLUMNS", None)
     return subprocess.run([str(ROOFWATCH), *args], env=full, capture_output=True, text=True, timeout=600)
 
 

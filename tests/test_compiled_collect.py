@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from sample_repo import commit, init
+from tests_support import pytest_env
 from triton_repo import build_history
 
 from roofwatch.workers.compiled.artifacts_file import parse_compiled_json
@@ -120,7 +120,7 @@ def test_unknown_target_is_a_config_error(tmp_path: Path) -> None:
 def _compile_own(tmp_path: Path, name: str) -> dict[str, CompiledArtifactRecord]:
     """roofwatch's own matmul and copy benchmarks under the compile plugin, with a cache of their own."""
     output = tmp_path / f"{name}.json"
-    env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / f"cache-{name}"), "HOME": str(tmp_path)}
+    env = pytest_env(TRITON_CACHE_DIR=str(tmp_path / f"cache-{name}"), HOME=str(tmp_path))
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "suites/benchmarks/test_matmul_attention.py::test_matmul",
          "suites/benchmarks/test_elementwise.py::test_copy", "-q", "-p", "no:cacheprovider", "--benchmark-disable",

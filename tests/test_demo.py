@@ -10,7 +10,6 @@ in Chromium and saves screenshots of the overview, benchmark, roofline and compa
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -22,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 from test_dashboard_browser import ARTIFACTS, page  # noqa: F401  (fixture: headless Chromium)
-from tests_support import ROOFWATCH, roofwatch
+from tests_support import ROOFWATCH, child_env, pytest_env, roofwatch
 
 from roofwatch.service.demo import PR_BRANCH, build_demo_repository
 
@@ -60,7 +59,7 @@ def test_demo_init_refuses_a_directory_that_holds_something(tmp_path: Path) -> N
 def _suite(repo: Path, sha: str, *args: str) -> subprocess.CompletedProcess[str]:
     _git(repo, "checkout", "-q", sha)
     return subprocess.run([sys.executable, "-m", "pytest", *args, "-q", "-p", "no:cacheprovider"], cwd=repo,
-                          env={**os.environ, "PYTHONPATH": str(repo)}, capture_output=True, text=True, timeout=120)
+                          env=pytest_env(PYTHONPATH=str(repo)), capture_output=True, text=True, timeout=120)
 
 
 def test_demo_correctness_suite_fails_exactly_from_the_bug_to_its_fix(tmp_path: Path) -> None:
@@ -131,7 +130,7 @@ def served(demo: dict[str, Any]) -> Iterator[str]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ROOFWATCH_")} | demo["env"]
+    env = child_env(demo["env"])
     process = subprocess.Popen([str(ROOFWATCH), "serve", "--port", str(port)], env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"

@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests_support import ROOFWATCH, roofwatch
+from tests_support import ROOFWATCH, child_env, roofwatch
 
 
 @pytest.fixture
 def worker(redis_url: str, tmp_path: Path) -> Iterator[dict[str, str]]:
     env = {"ROOFWATCH_DATA_DIR": str(tmp_path / "data"), "ROOFWATCH_BROKER_URL": redis_url}
     roofwatch(["db", "upgrade"], env)
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("ROOFWATCH_")} | env
+    full_env = child_env(env)
     log = open(tmp_path / "worker.log", "w")
     process = subprocess.Popen([str(ROOFWATCH), "worker", "--loglevel", "warning"], env=full_env,
                                stdout=log, stderr=subprocess.STDOUT)

@@ -527,13 +527,12 @@ def test_with_a_broker_the_webhook_only_enqueues_and_a_worker_reports(
         shared_corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Distributed mode: serve answers at once; a real worker process on Redis runs and reports."""
     import json
-    import os
     import socket
     import subprocess
     import time
 
     import httpx
-    from tests_support import ROOFWATCH, roofwatch
+    from tests_support import ROOFWATCH, child_env, roofwatch
 
     from roofwatch.service.github.signature import sign
 
@@ -543,7 +542,7 @@ def test_with_a_broker_the_webhook_only_enqueues_and_a_worker_reports(
            "ROOFWATCH_PUBLIC_URL": "http://roofwatch.test"}
     roofwatch(["db", "upgrade"], env)
     roofwatch(["repo", "add", REPO, "--clone-url", kernels_repo["path"]], env)
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("ROOFWATCH_")} | env
+    full_env = child_env(env)
     # `roofwatch serve` in its own process, as deployed: this test process's Celery app is embedded.
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

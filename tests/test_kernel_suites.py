@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
+
+from tests_support import pytest_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_correctness_suite_passes_under_the_interpreter(tmp_path: Path) -> None:
     junit = tmp_path / "junit.xml"
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    env = pytest_env(TRITON_INTERPRET="1")
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "suites/correctness", "-q", "-p", "no:cacheprovider",
          f"--junitxml={junit}"],

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests_support import pytest_env
 
 from roofwatch.workers.envelope import OutcomeRecord
 from roofwatch.workers.errors import ResultFileError
@@ -51,7 +52,7 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         [sys.executable, "-m", "pytest", "test_tiny.py", "-q", "-p", "no:cacheprovider",
          f"--junitxml={junit}", f"--benchmark-json={bench}",
          "--benchmark-min-rounds=5", "--benchmark-max-time=0.01", "--benchmark-warmup=off"],
-        cwd=folder, capture_output=True, text=True, timeout=120, check=False,
+        cwd=folder, env=pytest_env(), capture_output=True, text=True, timeout=120, check=False,
     )
     assert done.returncode == 1, done.stdout + done.stderr  # exactly: some tests failed
     return junit, bench

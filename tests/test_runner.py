@@ -189,3 +189,34 @@ def test_malformed_suites_table_is_errored(tmp_path: Path, pyproject: str, reaso
     assert reason in envelope.reason
     assert envelope.suites == []
     assert envelope.commit is not None and envelope.commit.sha == sha
+
+
+PLUGIN_REPORT = """\
+import os
+
+import pytest
+
+
+def test_report(pytestconfig):
+    loaded = pytestconfig.pluginmanager.has_plugin("schemathesis")
+    pytest.fail(f"PYTEST_ADDOPTS={os.environ.get('PYTEST_ADDOPTS')!r} schemathesis={loaded}")
+"""
+
+
+@pytest.mark.parametrize(("host", "own", "addopts", "loaded"), [
+    ("-p no:schemathesis", "", "'-p no:schemathesis'", False),
+    ("-p no:schemathesis", "-p no:anyio", "'-p no:schemathesis -p no:anyio'", False),
+    ("", "-p no:anyio", "'-p no:anyio'", True),
+    ("", "", "None", True),
+])
+def test_the_hosts_pytest_options_reach_every_suite_before_its_own(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host: str, own: str, addopts: str, loaded: bool) -> None:
+    """schemathesis is installed beside roofwatch here, so it loads in a suite unless the host keeps it out."""
+    monkeypatch.setenv("ROOFWATCH_SUITE_PYTEST_ADDOPTS", host)
+    env = f'env = {{ PYTEST_ADDOPTS = "{own}" }}\n' if own else ""
+    repo, sha = single_commit_repo(tmp_path, {
+        "pyproject.toml": suite_table("correctness", "correctness", "python -m pytest checks -q -p no:cacheprovider", env),
+        "checks/test_kernel.py": PLUGIN_REPORT,
+    })
+    [outcome] = suites_by_name(run(tmp_path, repo, sha))["correctness"].outcomes
+    assert f"PYTEST_ADDOPTS={addopts} schemathesis={loaded}" in outcome.message, outcome.message

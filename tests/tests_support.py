@@ -9,13 +9,29 @@ from pathlib import Path
 
 ROOFWATCH = Path(sys.executable).parent / "roofwatch"
 
+# The test tools installed beside roofwatch (schemathesis, hypothesis) are pytest plugins. Left to
+# load themselves they add about 2 s of CPU to every suite process the tests start, hundreds of
+# times over; no suite here needs them. roofwatch passes this to suites as a host setting would.
+SUITE_PYTEST_ADDOPTS = "-p no:schemathesis -p no:hypothesispytest"
+
+
+def child_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for a roofwatch process of a test's own: none of this process's
+    ``ROOFWATCH_*`` settings, the test tools' pytest plugins kept out of its suites, then ``env``."""
+    full = {k: v for k, v in os.environ.items() if not k.startswith("ROOFWATCH_")}
+    full["ROOFWATCH_SUITE_PYTEST_ADDOPTS"] = SUITE_PYTEST_ADDOPTS
+    return full | (env or {})
+
+
+def pytest_env(**extra: str) -> dict[str, str]:
+    """The environment for a pytest a test starts itself, without the test tools' plugins."""
+    return {**os.environ, "PYTEST_ADDOPTS": SUITE_PYTEST_ADDOPTS, **extra}
+
 
 def roofwatch(args: list[str], env: dict[str, str], check: bool = True,
               timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("ROOFWATCH_")}
     # A first run calibrates its device (seconds, a GiB copy); tests that want roofs ask for it.
-    full_env["ROOFWATCH_CALIBRATE"] = "0"
-    full_env.update(env)
+    full_env = child_env({"ROOFWATCH_CALIBRATE": "0", **env})
     full_env["COLUMNS"] = "200"  # wide tables, so assertions see whole words
     done = subprocess.run([str(ROOFWATCH), *args], env=full_env, capture_output=True, text=True,
                           timeout=timeout)

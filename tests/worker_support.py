@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tests_support import ROOFWATCH
+from tests_support import ROOFWATCH, child_env
 
 
 def free_port() -> int:
@@ -89,7 +89,7 @@ class WorkerProcess:
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> WorkerProcess:
-        full_env = {k: v for k, v in os.environ.items() if not k.startswith("ROOFWATCH_")} | self.env
+        full_env = child_env(self.env)
         handle = open(self.log, "ab")
         self.process = subprocess.Popen([str(ROOFWATCH), "worker", "--loglevel", "info", *self.args],
                                         env=full_env, stdout=handle, stderr=subprocess.STDOUT,

@@ -221,6 +221,10 @@ def _suite_env(spec: SuiteSpec, tree: Path, cache: Path, scratch: Path,
     tmp.mkdir(exist_ok=True)
     sandbox.hand_over([tree, scratch, cache], confinement)
     env = {"HOME": str(home), "TMPDIR": str(tmp), "ROOFWATCH_SETUP_CACHE": str(cache), **spec.env}
+    host_addopts = get_worker_settings().suite_pytest_addopts.strip()
+    if host_addopts:
+        # The host's options first, so a suite's own can still override them.
+        env["PYTEST_ADDOPTS"] = f"{host_addopts} {spec.env.get('PYTEST_ADDOPTS', '')}".strip()
     return sandbox.scrubbed_env(env, pythonpath=tree, extra_path=cache / "python")
 
 

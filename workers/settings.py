@@ -45,6 +45,11 @@ class WorkerSettings(BaseSettings):
     suite_max_processes: int = 4096
     # Size of each in-memory HOME and TMPDIR a suite gets, bytes.
     suite_private_size: int = 2 * GIB
+    # pytest options every suite and setup gets as PYTEST_ADDOPTS, before the suite's own. Suites
+    # run on the worker's interpreter, so every pytest plugin installed beside roofwatch loads in
+    # every suite process: `-p no:NAME` keeps out the ones the host has for other reasons (a
+    # heavy one costs seconds per process) and `-p NAME` adds one every suite should have.
+    suite_pytest_addopts: str = ""
     # Hour (UTC) of the nightly full run of every default branch, started by `roofwatch beat`.
     nightly_hour: int = 2
 
