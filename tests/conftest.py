@@ -21,10 +21,12 @@ from sqlalchemy.engine import Engine, make_url
 sys.path.insert(0, str(Path(__file__).parent))
 
 from sample_repo import build_history
-from tests_support import SUITE_PYTEST_ADDOPTS
+from tests_support import SUITE_PYTEST_ADDOPTS, SUITE_THREADS
 
-# Suites run in this process (run_job, the embedded app's tasks) keep the test tools' plugins out too.
+# Suites run in this process (run_job, the embedded app's tasks) get what child processes get.
 os.environ.setdefault("ROOFWATCH_SUITE_PYTEST_ADDOPTS", SUITE_PYTEST_ADDOPTS)
+for _name, _value in SUITE_THREADS.items():
+    os.environ.setdefault(_name, _value)
 
 POSTGRES_ADMIN_URL = os.environ.get(
     "ROOFWATCH_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/test"

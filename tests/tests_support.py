@@ -13,19 +13,24 @@ ROOFWATCH = Path(sys.executable).parent / "roofwatch"
 # load themselves they add about 2 s of CPU to every suite process the tests start, hundreds of
 # times over; no suite here needs them. roofwatch passes this to suites as a host setting would.
 SUITE_PYTEST_ADDOPTS = "-p no:schemathesis -p no:hypothesispytest"
+# One BLAS/OpenMP thread per suite process, as a host running several workers per machine would
+# set: with three test workers on two cores, a threaded matmul spins waiting for its own threads,
+# which burns CPU and turns a few milliseconds into tens.
+SUITE_THREADS = {"OMP_NUM_THREADS": "1"}
 
 
 def child_env(env: dict[str, str] | None = None) -> dict[str, str]:
     """The environment for a roofwatch process of a test's own: none of this process's
-    ``ROOFWATCH_*`` settings, the test tools' pytest plugins kept out of its suites, then ``env``."""
+    ``ROOFWATCH_*`` settings, the test tools' pytest plugins kept out of its suites, one thread
+    per suite, then ``env``."""
     full = {k: v for k, v in os.environ.items() if not k.startswith("ROOFWATCH_")}
     full["ROOFWATCH_SUITE_PYTEST_ADDOPTS"] = SUITE_PYTEST_ADDOPTS
-    return full | (env or {})
+    return full | SUITE_THREADS | (env or {})
 
 
 def pytest_env(**extra: str) -> dict[str, str]:
     """The environment for a pytest a test starts itself, without the test tools' plugins."""
-    return {**os.environ, "PYTEST_ADDOPTS": SUITE_PYTEST_ADDOPTS, **extra}
+    return {**os.environ, "PYTEST_ADDOPTS": SUITE_PYTEST_ADDOPTS, **SUITE_THREADS, **extra}
 
 
 def roofwatch(args: list[str], env: dict[str, str], check: bool = True,
