@@ -53,6 +53,31 @@ def test_steps(medians: list[float], newly: set[int], expected: list[tuple[int, 
     assert [(s.good.position, s.bad.position, s.direction(False)) for s in found] == expected
 
 
+@pytest.mark.parametrize(("medians", "newly", "confirmed_at", "expected"), [
+    # Without a confirmed step, the commits after one are held against the level before it:
+    # each is a candidate again (one A/B each, rejected).
+    ([1.0, 1.0, 1.0, 2.0, 2.0], {5}, set(), [(4, 5, "regression")]),
+    ([1.0, 1.0, 1.0, 2.0, 2.0, 2.0], {6}, set(), [(5, 6, "regression")]),
+    # Confirmed at commit 4: the level starts there, and the commits after it raise nothing.
+    ([1.0, 1.0, 1.0, 2.0, 2.0], {5}, {4}, []),
+    ([1.0, 1.0, 1.0, 2.0, 2.0, 2.0], {6}, {4}, []),
+    ([2.0, 2.0, 2.0, 0.4, 0.4], {5}, {4}, []),
+    # A real step after a confirmed one is still found, in either direction.
+    ([1.0, 1.0, 1.0, 2.0, 2.0, 4.0], {6}, {4}, [(5, 6, "regression")]),
+    ([1.0, 1.0, 1.0, 2.0, 2.0, 1.0], {6}, {4}, [(5, 6, "improvement")]),
+    # A confirmed step further back than the point does not hide a slowdown behind one slow run:
+    # commit 5 was slow, commit 6 is as slow, and both stand above the level since commit 2.
+    ([1.0, 1.0, 1.0, 1.0, 2.0, 2.0], {6}, {2}, [(5, 6, "regression")]),
+])
+def test_steps_after_a_confirmed_change_are_held_against_its_level(
+        medians: list[float], newly: set[int], confirmed_at: set[int], expected: list[tuple[int, int, str]]) -> None:
+    # Only the newly measured commit's candidates: a change point at commit 4 is a sighting of the
+    # confirmed change itself, which the flow matches to it.
+    found = steps(_series(medians), newly_measured=newly, higher_is_better=False, confirmed_at=confirmed_at)
+    assert [(s.good.position, s.bad.position, s.direction(False)) for s in found
+            if s.bad.position in newly] == expected
+
+
 def test_a_step_is_found_whichever_side_was_measured_last() -> None:
     series = _series([1.0, 1.0, 1.0, 2.0, 2.0])
     # Commit 3 measured after commit 4: the step (3, 4] is seen from its good side.

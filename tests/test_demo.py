@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 from test_dashboard_browser import ARTIFACTS, page  # noqa: F401  (fixture: headless Chromium)
-from tests_support import ROOFWATCH, child_env, pytest_env, roofwatch
+from tests_support import ROOFWATCH, as_completed, built_once, child_env, completed, pytest_env, roofwatch
 
 from roofwatch.service.demo import PR_BRANCH, build_demo_repository
 
@@ -77,10 +77,7 @@ def test_demo_correctness_suite_fails_exactly_from_the_bug_to_its_fix(tmp_path: 
 # --- end to end: what scripts/demo.sh runs ------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The demo measured on the embedded default: its repository, SHAs, environment and outputs."""
-    root = tmp_path_factory.mktemp("demo")
+def _measure_demo(root: Path) -> dict[str, Any]:
     repo = root / "kernels"
     env = {"ROOFWATCH_DATA_DIR": str(root / "data"), "ROOFWATCH_CALIBRATE": "1"}  # as demo.sh: roofs measured first
     shas = build_demo_repository(repo)
@@ -90,9 +87,19 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                          check=False, timeout=600)
     changes = json.loads(roofwatch(["regressions", "--format", "json"], env).stdout)
     compared_id = json.loads(compared.stdout)["id"] if compared.stdout.strip() else None
-    return {"repo": repo, "shas": shas, "env": env, "ran": ran, "compared": compared, "changes": changes,
-            "compared_id": compared_id,
-            "seconds": time.monotonic() - started}
+    return {"repo": str(repo), "shas": shas, "env": env, "ran": completed(ran), "compared": completed(compared),
+            "changes": changes, "compared_id": compared_id, "seconds": time.monotonic() - started}
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> dict[str, Any]:
+    """The demo measured on the embedded default: its repository, SHAs, environment and outputs.
+
+    Measured once per session: the browser test and the verdict tests may run in different workers.
+    """
+    measured = built_once(tmp_path_factory, worker_id, "demo", _measure_demo)
+    return {**measured, "repo": Path(measured["repo"]), "ran": as_completed(measured["ran"]),
+            "compared": as_completed(measured["compared"])}
 
 
 def test_demo_history_reports_the_slowdown_the_fixed_bug_and_the_speedup(demo: dict[str, Any]) -> None:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
 
 ROOFWATCH = Path(sys.executable).parent / "roofwatch"
 
@@ -43,3 +48,32 @@ def roofwatch(args: list[str], env: dict[str, str], check: bool = True,
     if check and done.returncode != 0:
         raise AssertionError(f"roofwatch {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
     return done
+
+
+def built_once(tmp_path_factory: Any, worker_id: str, name: str, build: Callable[[Path], dict[str, Any]]) -> dict[str, Any]:
+    """``build(folder)``'s JSON-able result, built by the first pytest-xdist worker that asks.
+
+    A module fixture is set up again in every worker that runs one of its module's tests; for
+    one that measures a whole history, the others wait on a lock and read the first one's
+    result (pytest-xdist's recipe). Without xdist it is simply built.
+    """
+    if worker_id == "master":
+        return build(tmp_path_factory.mktemp(name))
+    folder = tmp_path_factory.getbasetemp().parent / name  # this session's, shared by its workers
+    with FileLock(str(folder) + ".lock"):
+        result = folder / "result.json"
+        if result.exists():
+            return json.loads(result.read_text())  # type: ignore[no-any-return]
+        folder.mkdir(exist_ok=True)
+        value = build(folder)
+        result.write_text(json.dumps(value))
+        return value
+
+
+def completed(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    """A finished command as JSON-able data, for ``built_once``."""
+    return {"args": done.args, "returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr}
+
+
+def as_completed(data: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    return subprocess.CompletedProcess(data["args"], data["returncode"], data["stdout"], data["stderr"])

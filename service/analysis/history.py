@@ -8,7 +8,7 @@ in two halves gives the same answer once the same commits are measured.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,12 +85,17 @@ class Step:
         return "regression" if worse else "improvement"
 
 
-def steps(points: Sequence[Point], *, newly_measured: set[int], higher_is_better: bool) -> list[Step]:
+def steps(points: Sequence[Point], *, newly_measured: set[int], higher_is_better: bool,
+          confirmed_at: Collection[int] = ()) -> list[Step]:
     """Candidate steps of one series: its change points, and moves next to newly measured commits.
 
     Change points see a slow drift and a step hidden in a noisy stretch; the adjacent test sees a
     step as soon as both its sides are measured, before a change-point test has enough points.
-    A candidate is cheap: each is confirmed by an A/B of exactly its two commits.
+    A candidate costs an A/B of exactly its two commits, so none is raised twice for one step:
+    ``confirmed_at`` holds the first bad commits of this series' confirmed changes, and the level
+    a point is held against starts at the latest of them (the commits after a confirmed 2x
+    slowdown are not each 2x slower than the level before it). Only confirmed steps restart it:
+    a candidate may still be rejected as one slow run, and the level before it is then the right one.
     """
     ordered = sorted(points, key=lambda p: p.position)
     found: dict[tuple[int, int], Step] = {}
@@ -102,13 +107,14 @@ def steps(points: Sequence[Point], *, newly_measured: set[int], higher_is_better
             continue
         for j in (i, i + 1):
             if 0 < j < len(ordered) and (ordered[j - 1].position, ordered[j].position) not in found:
-                step = _adjacent(ordered, j, higher_is_better, level_test=j == i)
+                step = _adjacent(ordered, j, higher_is_better, level_test=j == i, confirmed_at=confirmed_at)
                 if step is not None:
                     found[(step.good.position, step.bad.position)] = step
     return sorted(found.values(), key=lambda s: s.bad.position)
 
 
-def _adjacent(ordered: Sequence[Point], j: int, higher_is_better: bool, level_test: bool) -> Step | None:
+def _adjacent(ordered: Sequence[Point], j: int, higher_is_better: bool, level_test: bool,
+              confirmed_at: Collection[int] = ()) -> Step | None:
     """Does ``ordered[j]`` differ from ``ordered[j - 1]`` beyond the series' run-to-run noise?
 
     Two tests, either enough for a candidate: the samples against the previous commit's, and —
@@ -130,7 +136,9 @@ def _adjacent(ordered: Sequence[Point], j: int, higher_is_better: bool, level_te
         threshold = 100 * max(compare.UNKNOWN_RUN_NOISE_FLOOR if noise is None else 3 * noise, 0.05)
     if not level_test:
         return None
-    level = float(np.median(history[-LEVEL_POINTS:]))
+    since = max((p for p in confirmed_at if p <= good.position), default=None)
+    level_points = [p.median for p in ordered[:j] if since is None or p.position >= since]
+    level = float(np.median(level_points[-LEVEL_POINTS:]))
     if level > 0 and bad.median > 0 and abs(math.log(bad.median / level)) > math.log1p(threshold / 100):
         return Step(good, bad, level, bad.median)
     return None

@@ -183,8 +183,13 @@ def _performance(session: Session, run: Run, commit: Commit, summary: AnalysisSu
         benchmark = session.get(Benchmark, benchmark_id)
         assert benchmark is not None
         points = benchmark_points(session, benchmark_id, run.device_id)  # type: ignore[arg-type]
+        confirmed_at = session.exec(select(Change.range_end_position).where(
+            Change.repository_id == run.repository_id, Change.benchmark_id == benchmark_id,
+            Change.device_id == run.device_id, Change.phase == lifecycle.CONFIRMED,
+            col(Change.kind).in_(lifecycle.PERFORMANCE_KINDS))).all()
         for step in history.steps(points, newly_measured={commit.position},  # type: ignore[arg-type]
-                                  higher_is_better=benchmark.higher_is_better):
+                                  higher_is_better=benchmark.higher_is_better,
+                                  confirmed_at={p for p in confirmed_at if p is not None}):
             _candidate(session, run, benchmark, step, summary, commits_between)
 
 
