@@ -14,10 +14,11 @@ from filelock import FileLock
 
 ROOFWATCH = Path(sys.executable).parent / "roofwatch"
 
-# The test tools installed beside roofwatch (schemathesis, hypothesis) are pytest plugins. Left to
-# load themselves they add about 2 s of CPU to every suite process the tests start, hundreds of
-# times over; no suite here needs them. roofwatch passes this to suites as a host setting would.
-SUITE_PYTEST_ADDOPTS = "-p no:schemathesis -p no:hypothesispytest"
+# Packages installed beside roofwatch bring pytest plugins that load in every suite process the
+# tests start, hundreds of times over, and that no suite here needs: schemathesis and hypothesis
+# (the test tools) cost about 2 s of CPU per process, anyio (through httpx) and platformdirs
+# another 0.35 s, half of what remains. roofwatch passes this to suites as a host setting would.
+SUITE_PYTEST_ADDOPTS = "-p no:schemathesis -p no:hypothesispytest -p no:anyio -p no:platformdirs"
 # One BLAS/OpenMP thread per suite process, as a host running several workers per machine would
 # set: with three test workers on two cores, a threaded matmul spins waiting for its own threads,
 # which burns CPU and turns a few milliseconds into tens.
