@@ -1,8 +1,29 @@
 #!/usr/bin/env bash
-# Install what the tests need (Python packages, Debian's chromium for browser tests)
-# and run the whole test suite. Extra arguments go to pytest.
+# Install what the tests need (Python packages, Debian's chromium for browser tests and
+# bubblewrap for the sandbox) and run the whole test suite. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# Debian packages install while pip fills .venv: pip spends most of its time on one core, so
+# on a fresh two-core machine the two installs take about as long as the longer of them.
+# Suites run in bubblewrap (the hostile-repository tests fail loudly without it); the browser
+# tests need chromium.
+debian=()
+command -v chromium >/dev/null 2>&1 || debian+=(chromium)
+command -v bwrap >/dev/null 2>&1 || debian+=(bubblewrap)
+apt_pid=""
+if [ ${#debian[@]} -gt 0 ]; then
+    if command -v apt-get >/dev/null 2>&1; then
+        SUDO=""
+        [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+        ( $SUDO apt-get update -qq \
+            && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${debian[@]}" >/dev/null ) &
+        apt_pid=$!
+    else
+        echo "apt-get is unavailable, so ${debian[*]} cannot be installed: browser or sandbox tests will skip or fail" >&2
+    fi
+fi
+
 ./scripts/bootstrap.sh
 # tests/test_compose.py validates docker-compose.yml against the Compose Specification schema,
 # which ships inside this wheel; it is downloaded once (offline, those tests skip; under CI they fail).
@@ -11,23 +32,9 @@ if ! compgen -G ".cache/compose-spec/docker_compose-*.whl" >/dev/null; then
         || echo "could not download docker-compose==1.29.2: tests/test_compose.py cannot validate the schema" >&2
 fi
 
-if ! command -v chromium >/dev/null 2>&1; then
-    SUDO=""
-    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-    if command -v apt-get >/dev/null 2>&1; then
-        $SUDO apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
-    else
-        echo "chromium is not installed and apt-get is unavailable: browser tests will skip" >&2
-    fi
-fi
-
-# Suites run in bubblewrap; the hostile-repository tests need it (and fail loudly without it).
-if ! command -v bwrap >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
-    SUDO=""
-    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq bubblewrap >/dev/null
+if [ -n "$apt_pid" ] && ! wait "$apt_pid"; then
+    echo "apt-get could not install ${debian[*]}" >&2
+    exit 1
 fi
 
 # One worker per core plus one (pytest-xdist): many end-to-end tests spend their time waiting on
