@@ -4,17 +4,19 @@ Commits, oldest first (names are the keys of the returned dict):
 
 - ``base``      three kernels (rmsnorm, softmax, matmul) with checks and benchmarks
 - ``docs``      neutral: a README
-- ``slow``      rmsnorm does its work three times: a 3× slowdown of ``test_rmsnorm``
+- ``slow``      rmsnorm recomputes its scale and output ten times: a 10× slowdown of ``test_rmsnorm``
 - ``refactor``  neutral: a comment and a rename inside a kernel
 - ``bug``       softmax forgets the last element in its denominator: a correctness failure
 - ``tidy``      neutral: another comment
 - ``bugfix``    softmax fixed again
-- ``fast``      matmul stops repeating its work five times: a 5× speedup of ``test_matmul``
+- ``fast``      matmul stops repeating its work ten times: a 10× speedup of ``test_matmul``
 - ``notes``     neutral: README again
 
 The kernels are plain Python so timings do not depend on a BLAS or a GPU. The planted
-changes are large (3×, 5×) because on a shared CPU host one process can run ~45 % slower than
-the next at random, which makes the A/B noise threshold ~80 %; on a GPU the 2 % floor rules.
+changes are 10× because on a shared CPU host one process can run ~45 % slower than the next at
+random, and with every core taken by other tests far more: in one fresh-clone test run the A/B
+measured 52 % noise and held changes to a 250 % threshold (3.5×), so a planted 3× slowdown went
+unreported. 10× lies far beyond any threshold seen; on a GPU the 2 % floor rules.
 """
 
 from __future__ import annotations
@@ -44,12 +46,15 @@ timeout = 300
 KERNELS = """\
 import math
 
-REPEAT = 5
+REPEAT = 10
+RMSNORM_REPEAT = 1
 
 
 def rmsnorm(xs, eps=1e-6):
-    scale = 1.0 / math.sqrt(sum(x * x for x in xs) / len(xs) + eps)
-    return [x * scale for x in xs]
+    for _ in range(RMSNORM_REPEAT):
+        scale = 1.0 / math.sqrt(sum(x * x for x in xs) / len(xs) + eps)
+        out = [x * scale for x in xs]
+    return out
 
 
 def softmax(xs):
@@ -114,19 +119,12 @@ def test_matmul(benchmark):
     benchmark(matmul, A, A)
 """
 
-SLOW_RMSNORM = KERNELS.replace(
-    "    scale = 1.0 / math.sqrt(sum(x * x for x in xs) / len(xs) + eps)\n",
-    "    scale = 1.0 / math.sqrt(sum(x * x for x in xs) / len(xs) + eps)\n"
-    "    scale = 1.0 / math.sqrt(sum(x * x for x in xs) / len(xs) + eps)  # recomputed\n"
-    "    scale = 1.0 / math.sqrt(sum(x * x for x in xs) / len(xs) + eps)  # and again\n"
-    "    _ = [x * scale for x in xs]\n"
-    "    _ = [x * scale for x in xs]\n",
-)
+SLOW_RMSNORM = KERNELS.replace("RMSNORM_REPEAT = 1\n", "RMSNORM_REPEAT = 10  # recompute, to be sure\n")
 REFACTORED = SLOW_RMSNORM.replace("def softmax(xs):\n", "# Numerically stable: subtract the max.\ndef softmax(xs):\n")
 BUGGY = REFACTORED.replace("    total = sum(exps)\n", "    total = sum(exps[:-1])\n")
 TIDY = BUGGY.replace("def matmul(a, b):\n", "# Naive triple loop.\ndef matmul(a, b):\n")
 FIXED = TIDY.replace("    total = sum(exps[:-1])\n", "    total = sum(exps)\n")
-FAST = FIXED.replace("REPEAT = 5\n", "REPEAT = 1\n")
+FAST = FIXED.replace("\nREPEAT = 10\n", "\nREPEAT = 1\n")
 
 
 def build_planted_history(repo: Path) -> dict[str, str]:
