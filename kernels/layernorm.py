@@ -71,9 +71,10 @@ def _layernorm_forward_fused_kernel(
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
     x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=0.0).to(tl.float32)
-    # A true division: for a row of equal values the mean is then exactly that value, and
-    # the deviations exactly zero (multiplying by 1 / n could be off by an ulp).
-    mean = tl.sum(x, axis=0) / n_cols
+    # An IEEE division (tl.div_rn): for a row of equal values the mean is then exactly that
+    # value, and the deviations exactly zero. Compiled for a GPU, `/` on fp32 is div.full.f32,
+    # off by up to 2 ulp, and rstd (~316 at eps 1e-5) turned that into errors of 1e-2 on an H100.
+    mean = tl.div_rn(tl.sum(x, axis=0), n_cols * 1.0)
     # Padding lanes must not add (0 - mean)**2 to the variance.
     xc = tl.where(mask, x - mean, 0.0)
     rstd = tl.rsqrt(tl.sum(xc * xc, axis=0) / n_cols + eps)
@@ -110,7 +111,7 @@ def _layernorm_forward_looped_kernel(
     for start in range(0, n_cols, BLOCK):
         cols = start + offsets
         total += tl.load(x_row + cols, mask=cols < n_cols, other=0.0).to(tl.float32)
-    mean = tl.sum(total, axis=0) / n_cols
+    mean = tl.div_rn(tl.sum(total, axis=0), n_cols * 1.0)  # IEEE: see the fused kernel
 
     sum_sq = tl.zeros([BLOCK], dtype=tl.float32)
     for start in range(0, n_cols, BLOCK):

@@ -346,7 +346,10 @@ def quantize_int8_rowwise_reference(x: torch.Tensor) -> tuple[torch.Tensor, torc
     of the benchmarks.
     """
     xf = x.to(torch.float32)
-    scale = xf.abs().amax(dim=1) / QMAX
+    absmax = xf.abs().amax(dim=1)
+    # A tensor divisor, not the Python scalar: on CUDA torch turns division by a scalar into
+    # multiplication by its reciprocal, 1 ulp off IEEE division for some rows (seen on an H100).
+    scale = absmax / torch.full_like(absmax, QMAX)
     divisor = torch.where(scale == 0, torch.ones_like(scale), scale)
     q = torch.round(xf / divisor[:, None]).clamp(-QMAX, QMAX).to(torch.int8)
     return q, scale
