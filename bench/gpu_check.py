@@ -1,6 +1,7 @@
 """The whole GPU check in one call: calibrate, correctness on the device, benchmarks twice, targets.
 
     python -m bench.gpu_check [--out DIR] [--markdown FILE] [--skip-correctness]
+                              [--correctness-workers N] [-k EXPR]
 
 1. ``roofwatch.workers.calibrate`` measures the device's copy bandwidth and matmul FLOP/s per dtype.
 2. ``suites/correctness`` runs compiled on the device (no interpreter when a GPU is present).
@@ -176,6 +177,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "test-artifacts" / "gpu-check")
     parser.add_argument("--markdown", type=Path, help="also write the tables as Markdown")
     parser.add_argument("--skip-correctness", action="store_true")
+    # Correctness compiles every kernel specialization and autotune config once: on an H100's
+    # 16 host cores, 8 pytest-xdist workers take that from many minutes to ~2.5.
+    parser.add_argument("--correctness-workers", type=int, default=0, metavar="N",
+                        help="run the correctness suite on N pytest-xdist workers (default: one process)")
+    # The targets need only the triton and torch series; `-k "not compile"` leaves out the
+    # torch.compile baselines, whose inductor compiles dominate a GPU session's time.
+    parser.add_argument("-k", dest="keyword", help="pytest -k expression for the benchmark runs")
     args = parser.parse_args(argv)
     console = Console()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -192,7 +200,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.skip_correctness:
         console.print("[bold]2/4[/] correctness suite on the device")
         junit = args.out / "correctness.xml"
-        _pytest(["suites/correctness", f"--junitxml={junit}"])
+        workers = ["-n", str(args.correctness_workers)] if args.correctness_workers else []
+        _pytest(["suites/correctness", f"--junitxml={junit}", *workers])
         outcomes = parse_junit(junit)
         for outcome in ("passed", "failed", "error", "skipped"):
             report.correctness[outcome] = sum(o.outcome == outcome for o in outcomes)
@@ -201,7 +210,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for index in (1, 2):
         console.print(f"[bold]{2 + index}/4[/] benchmark suite, process {index} of 2")
         path = args.out / f"benchmarks-{index}.json"
-        _pytest(["suites/benchmarks", "--benchmark-only", f"--benchmark-json={path}"])
+        keyword = ["-k", args.keyword] if args.keyword else []
+        _pytest(["suites/benchmarks", "--benchmark-only", f"--benchmark-json={path}", *keyword])
         runs.append(parse_benchmark_json(path))
 
     report.rows = roofline_rows(runs[0], report.bandwidth, report.flops)
