@@ -4,7 +4,8 @@ For a kernel doing ``flops`` FLOP over ``bytes`` of compulsory traffic, the atta
 ``min(peak_flops, AI * peak_bw)`` with arithmetic intensity ``AI = flops / bytes`` (Williams,
 Waterman & Patterson, "Roofline", CACM 2009). The fraction reached is achieved / attainable,
 which equals the shortest time the roofs allow divided by the measured time. A fraction above
-1 means the declared work, the peaks or the timer is wrong; it is a harness error, not a win.
+1 means the declared work, the peaks or the timer is wrong; it is a harness error, not a win —
+except within ``ROOF_MARGIN`` of the roof, the measurement error of a measured roof.
 
 Peaks should be the ones ``roofwatch calibrate`` measured on the device; ``DATASHEET_PEAKS``
 is only the fallback when no calibration exists, and ``Peaks.source`` says which was used.
@@ -15,8 +16,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+# A measured roof is a sample, not a law. On an H100 the best streaming kernels (add and swiglu,
+# two reads per write) ran 0.6–1.0 % faster than the copy that measured the DRAM roof
+# (docs/performance.md). A call within this margin above a roof is placed at that roof
+# (fraction 1); only beyond it is the declared work, a peak or the timer wrong. Such errors are
+# a tensor counted twice or not at all: tens of percent, far past 3 %.
+ROOF_MARGIN = 0.03
+
 __all__ = [
     "DATASHEET_PEAKS",
+    "ROOF_MARGIN",
     "Bound",
     "CacheRoof",
     "Peaks",
@@ -173,7 +182,8 @@ def roofline_fraction(
     ``achieved_flops / attainable_flops`` and stays defined for kernels with no FLOPs (copies).
 
     Raises:
-        RooflineError: on non-positive peaks, time or bytes, or when the fraction exceeds 1.
+        RooflineError: on non-positive peaks, time or bytes, or when the fraction exceeds
+            1 + ``ROOF_MARGIN`` (up to that, the call is at the roof: 1).
     """
     _require_positive(
         bytes_moved=bytes_moved,
@@ -185,12 +195,12 @@ def roofline_fraction(
         raise RooflineError(f"flops must be non-negative, got {flops}")
     fastest = max(flops / peak_flops, bytes_moved / peak_bandwidth)
     fraction = fastest / seconds
-    if fraction > 1:
+    if fraction > 1 + ROOF_MARGIN:
         raise RooflineError(
             f"measured {seconds:.3e} s is faster than the roofline's {fastest:.3e} s "
             f"(fraction {fraction:.3f}); the declared FLOPs/bytes, the peaks or the timer is wrong"
         )
-    return fraction
+    return min(fraction, 1.0)
 
 
 def bound_by(peaks: Peaks, flops: float, bytes_moved: float, seconds: float, peak_flops: float) -> Bound:
@@ -213,8 +223,8 @@ def bound_by(peaks: Peaks, flops: float, bytes_moved: float, seconds: float, pea
     fraction = math.inf
     for name, _, bandwidth in levels[start:]:
         fraction = roofline_fraction_unchecked(flops, bytes_moved, seconds, peak_flops, bandwidth)
-        if fraction <= 1:
-            return Bound(name, bandwidth, fraction)
+        if fraction <= 1 + ROOF_MARGIN:
+            return Bound(name, bandwidth, min(fraction, 1.0))
     raise RooflineError(
         f"measured {seconds:.3e} s is faster than every roof (fraction {fraction:.3f} of the fastest, "
         f"{levels[-1][0]}); the declared FLOPs/bytes, the peaks or the timer is wrong"

@@ -18,7 +18,7 @@ from sqlmodel import select
 from tests_support import roofwatch
 from typer.testing import CliRunner
 
-from roofwatch.roofline import RooflineError, datasheet_peaks
+from roofwatch.roofline import ROOF_MARGIN, RooflineError, datasheet_peaks, roofline_fraction
 from roofwatch.service.core.db import downgrade, migrate, session_scope
 from roofwatch.service.core.models import Commit, Device, Measurement, Repository, Run
 from roofwatch.service.records.ingest import ingest_envelope, parse_envelope, upsert_device
@@ -36,6 +36,7 @@ from roofwatch.workers.calibrate import (
     calibrated,
     load_cached,
     peak_rows,
+    usable_caches,
     with_peaks,
 )
 from roofwatch.workers.envelope import ENVELOPE_VERSION, DeviceInfo, Envelope
@@ -369,9 +370,53 @@ def test_cpu_calibration_measures_a_roof_per_cache_level(monkeypatch: pytest.Mon
     assert steps == ["DRAM bandwidth", "L2 bandwidth", "fp32 matmul", "bf16 matmul", "tf32 matmul", "fp8 matmul"]
     assert measured.sizes["copy_bytes"] == 4 << 20  # past twice the largest cache (2 MiB) already
     assert measured.sizes["copy_L2"] == 256 << 10  # two buffers filling half the cache
-    l2 = measured.caches["L2"]
-    assert l2["capacity"] == 1 << 20 and math.isfinite(l2["bandwidth"]) and l2["bandwidth"] > 0
+    # The 4 MiB "DRAM" copy fits this host's real caches, so which copy is faster is up to the
+    # host's load: the level is a roof above DRAM's, or named as not measured (usable_caches).
+    if "L2" in measured.caches:
+        l2 = measured.caches["L2"]
+        assert l2["capacity"] == 1 << 20 and math.isfinite(l2["bandwidth"]) and l2["bandwidth"] > measured.bandwidth
+        assert "L2 bandwidth (1 MiB)" in [row[0] for row in peak_rows(measured, None)]
+    else:
+        assert "no faster than DRAM" in measured.skipped["L2"]
     assert Calibration.from_json(measured.to_json()) == measured
     info = with_peaks(DeviceInfo(device_class="cpu", fingerprint="f"), measured)
-    assert info.cache_roofs == {"L2": l2}
-    assert "L2 bandwidth (1 MiB)" in [row[0] for row in peak_rows(measured, None)]
+    assert info.cache_roofs == measured.caches
+
+
+@pytest.mark.parametrize(("l2_bandwidth", "kept"), [
+    (5.5e12, True),    # an H100's L2, well above its DRAM
+    (3.01e12, False),  # equal to DRAM: not a faster level
+    (2.25e12, False),  # what the H100 gave with a 12.5 MiB copy: launch gaps, not the cache
+])
+def test_a_cache_roof_no_faster_than_dram_is_not_a_roof(l2_bandwidth: float, kept: bool) -> None:
+    caches = {"L2": {"capacity": float(50 << 20), "bandwidth": l2_bandwidth}}
+    usable, unusable = usable_caches(caches, dram_bandwidth=3.01e12)
+    assert ("L2" in usable) is kept and ("L2" in unusable) is not kept
+    if not kept:
+        assert "no faster than DRAM's 3,010 GB/s" in unusable["L2"]
+
+
+@pytest.mark.parametrize(("over_the_roof", "expected"), [
+    (0.999, 0.999),  # under the roof: the fraction itself
+    (1.006, 1.0),    # an H100's add kernel against the copy that measured its DRAM roof
+    (1.010, 1.0),    # its swiglu: at the roof, within the roof's own measurement error
+    (1.029, 1.0),
+    (1.04, None),    # beyond the margin: the declared work, a peak or the timer is wrong
+    (2.0, None),     # the usual harness error: a tensor counted twice
+])
+def test_a_point_just_over_a_measured_roof_sits_at_it(over_the_roof: float, expected: float | None) -> None:
+    bandwidth, nbytes = 3.009e12, 3 * (1 << 30)
+    seconds = nbytes / bandwidth / over_the_roof
+    peaks = datasheet_peaks("NVIDIA H100 80GB HBM3")
+    assert peaks is not None
+    peaks = replace(peaks, bandwidth=bandwidth, caches=(), source="measured")
+    if expected is None:
+        assert over_the_roof > 1 + ROOF_MARGIN
+        with pytest.raises(RooflineError, match="faster than"):
+            roofline_fraction(0.0, nbytes, seconds, 1e15, bandwidth)
+        with pytest.raises(RooflineError, match="faster than every roof"):
+            bound_of(peaks, 0.0, nbytes, seconds, "bf16")
+    else:
+        assert roofline_fraction(0.0, nbytes, seconds, 1e15, bandwidth) == pytest.approx(expected)
+        bound = bound_of(peaks, 0.0, nbytes, seconds, "bf16")
+        assert bound.roof == "DRAM" and bound.fraction == pytest.approx(expected)

@@ -88,7 +88,8 @@ class Calibration:
 
     ``sizes`` records what was measured (``copy_bytes``, ``matmul_<dtype>`` = n); ``details``
     per measurement the best and median seconds per call, the sample count and whether the
-    median converged; ``skipped`` names the dtypes this device could not run, and why.
+    median converged; ``skipped`` names the dtypes this device could not run, and the cache
+    levels whose copy was no faster than DRAM's, and why.
     ``caches`` holds the cache-level roofs: ``{"L2": {"capacity": bytes, "bandwidth": bytes/s}}``.
     """
 
@@ -201,6 +202,8 @@ def _measure(torch: Any, dev: Any, plan: CalibrationPlan, timer: Timer, started:
         sizes[f"copy_{name}"] = nbytes
         details[f"copy_{name}"] = _timed(timer, _copy(torch, nbytes, dev, gen))
         caches[name] = {"capacity": capacity, "bandwidth": 2 * nbytes / details[f"copy_{name}"]["best_s"]}
+    caches, unusable = usable_caches(caches, bandwidth)
+    skipped.update(unusable)
 
     flops: dict[str, float] = {}
     for dtype, n in plan.matmul_n.items():
@@ -221,6 +224,26 @@ def _measure(torch: Any, dev: Any, plan: CalibrationPlan, timer: Timer, started:
         name = torch.cuda.get_device_name(dev)
     return Calibration(device=name, bandwidth=bandwidth, flops=flops, sizes=sizes, timer=timer.name,
                        details=details, skipped=skipped, seconds=time.perf_counter() - started, caches=caches)
+
+
+def usable_caches(caches: dict[str, dict[str, float]],
+                  dram_bandwidth: float) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
+    """Keep the cache roofs above DRAM's; name the others and why.
+
+    A cache level copied no faster than DRAM measured something else: on an H100 (50 MiB L2)
+    a 12.5 MiB copy takes ~5 µs, about the launch gap around it, and came out at 1.7–2.5 TB/s
+    against DRAM's 3.0. Kept, it would be printed, cached and stored as the device's L2 roof,
+    a figure nobody should read as the cache's speed (the roofline already skips it).
+    """
+    kept: dict[str, dict[str, float]] = {}
+    unusable: dict[str, str] = {}
+    for name, roof in caches.items():
+        if roof["bandwidth"] > dram_bandwidth:
+            kept[name] = roof
+        else:
+            unusable[name] = (f"its copy ran at {roof['bandwidth'] / 1e9:,.0f} GB/s, no faster than DRAM's "
+                              f"{dram_bandwidth / 1e9:,.0f} GB/s, so it measured launch overhead, not the cache")
+    return kept, unusable
 
 
 def _timed(timer: Timer, call: Callable[[], object]) -> dict[str, Any]:
