@@ -109,6 +109,9 @@ def test_precedence_between_the_commit_and_the_stored_config(tmp_path: Path) -> 
         parse_suites_file(SUITES.replace('suite_paths = ["bench/"]', 'suites_from = "main"'))
     with pytest.raises(SuiteConfigError, match="not valid TOML"):
         parse_suites_file("[[tool.roofwatch.suites]\n")
+    # `override` at the top of the file is read by nothing: refused, never silently ignored.
+    with pytest.raises(SuiteConfigError, match=r"sets override outside \[tool.roofwatch\]"):
+        parse_suites_file("override = true\n\n" + SUITES)
 
 
 def test_a_suite_kept_in_a_repository_of_its_own_measures_every_commit(tmp_path: Path) -> None:

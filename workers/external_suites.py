@@ -26,6 +26,9 @@ from roofwatch.workers.errors import SuiteConfigError, UnknownRevision
 from roofwatch.workers.redaction import redact
 from roofwatch.workers.suite_config import SuiteSpec, load_suites, roofwatch_table, suites_in
 
+# The keys of [tool.roofwatch] a suites file may set.
+ROOFWATCH_KEYS = ("override", "suites")
+
 
 @dataclass(frozen=True)
 class StoredSuites:
@@ -39,6 +42,14 @@ def parse_suites_file(text: str) -> StoredSuites:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SuiteConfigError(f"the suites file is not valid TOML: {exc}") from exc
+    # Only [tool.roofwatch] is read, as in a pyproject.toml (whose other tables may be there
+    # too). roofwatch's own keys outside it (`override = true` at the top of the file) would be
+    # ignored without a word, and the commit's suites would quietly win over the forced ones.
+    stray = sorted(key for key in data if key in ROOFWATCH_KEYS)
+    if stray:
+        raise SuiteConfigError(
+            f"the suites file sets {', '.join(stray)} outside [tool.roofwatch], where nothing is read; "
+            "write them under [tool.roofwatch] (e.g. [tool.roofwatch] then override = true)")
     suites = suites_in(data)
     if suites is None:
         raise SuiteConfigError("the suites file has no [[tool.roofwatch.suites]] tables")
