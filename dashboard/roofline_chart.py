@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofwatch.dashboard.escaping import plotly_text
-from roofwatch.roofline import Bound, Peaks, RooflineError
+from roofwatch.roofline import Bound, Peaks, RooflineError, roof_dtype
 from roofwatch.service.records.roofline import bound_of, compute_roof
 
 # Colours by dtype, so one kernel's fp16 and fp32 variants read as related but distinct.
@@ -169,7 +169,7 @@ def point_traces(points: list[KernelPoint], peaks: Peaks | None) -> list[dict[st
         "x": [p.intensity for p in group], "y": [p.achieved for p in group],
         "customdata": [p.benchmark_id for p in group], "hoverinfo": "text",
         "hovertext": [hover(p, peaks, "latest") for p in group],
-        "marker": {"color": DTYPE_COLORS.get(dtype, OTHER_COLOR), "size": 8, "line": {"width": 1, "color": "#fff"}},
+        "marker": {"color": DTYPE_COLORS.get(roof_dtype(dtype), OTHER_COLOR), "size": 8, "line": {"width": 1, "color": "#fff"}},
     } for dtype, group in sorted(by_dtype.items())]
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "attainable_flops",
     "bound_by",
     "datasheet_peaks",
+    "roof_dtype",
     "roofline_fraction",
 ]
 
@@ -237,3 +238,20 @@ def roofline_fraction_unchecked(flops: float, bytes_moved: float, seconds: float
     if flops < 0:
         raise RooflineError(f"flops must be non-negative, got {flops}")
     return max(flops / peak_flops, bytes_moved / peak_bandwidth) / seconds
+
+
+# Spellings of the dtypes the roofs are measured for, as suites write them in ``extra_info``.
+_ROOF_DTYPE_ALIASES = {"float32": "fp32", "float": "fp32", "tf32": "tf32", "float16": "fp16", "half": "fp16",
+                       "bfloat16": "bf16"}
+
+
+def roof_dtype(dtype: str) -> str:
+    """The roof a benchmark's ``dtype`` is held to: ``fp8e4m3``, ``float8_e5m2`` … → ``fp8``.
+
+    Calibration measures one fp8 roof; suites name the format (roofwatch's own say ``fp8e4m3``).
+    Without this an H100's fp8 matmul was held to the fp32 roof: 18× over it, a harness error.
+    """
+    name = dtype.strip().lower().removeprefix("torch.")
+    if name.startswith(("fp8", "float8")):
+        return "fp8"
+    return _ROOF_DTYPE_ALIASES.get(name, name)

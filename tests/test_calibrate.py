@@ -18,11 +18,11 @@ from sqlmodel import select
 from tests_support import roofwatch
 from typer.testing import CliRunner
 
-from roofwatch.roofline import ROOF_MARGIN, RooflineError, datasheet_peaks, roofline_fraction
+from roofwatch.roofline import ROOF_MARGIN, RooflineError, datasheet_peaks, roof_dtype, roofline_fraction
 from roofwatch.service.core.db import downgrade, migrate, session_scope
 from roofwatch.service.core.models import Commit, Device, Measurement, Repository, Run
 from roofwatch.service.records.ingest import ingest_envelope, parse_envelope, upsert_device
-from roofwatch.service.records.roofline import bound_of, peaks_for
+from roofwatch.service.records.roofline import bound_of, compute_roof, peaks_for
 from roofwatch.service.records.runs import create_run
 from roofwatch.timing import StoppingRule, WarmUp
 from roofwatch.workers import calibrate as calibration_module
@@ -420,3 +420,26 @@ def test_a_point_just_over_a_measured_roof_sits_at_it(over_the_roof: float, expe
         assert roofline_fraction(0.0, nbytes, seconds, 1e15, bandwidth) == pytest.approx(expected)
         bound = bound_of(peaks, 0.0, nbytes, seconds, "bf16")
         assert bound.roof == "DRAM" and bound.fraction == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("dtype", "roof"), [
+    ("fp8e4m3", "fp8"),          # roofwatch's own fp8 matmul benchmarks
+    ("float8_e5m2", "fp8"),
+    ("torch.float8_e4m3fn", "fp8"),
+    ("bf16", "bf16"), ("bfloat16", "bf16"), ("float16", "fp16"), ("float32", "fp32"), ("tf32", "tf32"),
+    ("int8", "int8"),            # no roof of its own: compute_roof falls back to fp32's
+])
+def test_every_spelling_of_a_dtype_is_held_to_its_own_roof(dtype: str, roof: str) -> None:
+    assert roof_dtype(dtype) == roof
+    peaks = datasheet_peaks("NVIDIA H100 80GB HBM3")
+    assert peaks is not None
+    assert compute_roof(peaks, dtype) == peaks.flops.get(roof, peaks.flops["fp32"])
+
+
+def test_an_fp8_matmul_at_an_h100s_rate_is_under_the_fp8_roof_not_a_harness_error() -> None:
+    # 962 TFLOP/s measured on the H100 for the 4096³ fp8e4m3 matmul: 18× the fp32 roof it was held to.
+    peaks = replace(datasheet_peaks("NVIDIA H100 80GB HBM3"), flops={"fp32": 52.0e12, "fp8": 1329.5e12},
+                    bandwidth=3.009e12, source="measured")
+    n = 4096
+    bound = bound_of(peaks, 2.0 * n**3, 3 * n * n, 2.0 * n**3 / 962.3e12, "fp8e4m3")
+    assert bound.roof == "DRAM" and bound.fraction == pytest.approx(962.3 / 1329.5, rel=1e-3)
