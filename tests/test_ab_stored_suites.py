@@ -79,7 +79,12 @@ def test_a_planted_slowdown_is_confirmed_by_an_ab_of_the_stored_suites(tmp_path:
     assert done.returncode == 1 and report["verdict"] == "regression", report
     assert report["suites_source"] == STORED
     directions = {row["benchmark"]: (row["suite"], row["direction"]) for row in report["benchmarks"]}
-    assert directions == {"test_rmsnorm": ("benchmarks", "regression"), "test_softmax": ("benchmarks", "none")}
+    assert directions["test_rmsnorm"] == ("benchmarks", "regression")
+    # The unchanged sleep is never called a change. Whether the A/B can also rule one out
+    # ("none") or only fails to ("inconclusive") depends on how late this loaded host wakes a
+    # 20 ms sleep: once in a fresh-clone run, with three workers on two cores, it could not.
+    assert directions["test_softmax"] in {("benchmarks", "none"), ("benchmarks", "inconclusive")}, directions
+    assert set(directions) == {"test_rmsnorm", "test_softmax"}
 
 
 KERNEL = "import time\n\n\ndef work():\n    time.sleep({seconds})\n"
