@@ -30,7 +30,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from roofwatch.roofline import RooflineError, roof_dtype, roofline_fraction
+from roofwatch.roofline import RooflineError, compute_roof, roofline_fraction
 from roofwatch.workers.envelope import MeasurementRecord
 from roofwatch.workers.results import parse_benchmark_json, parse_junit
 
@@ -76,7 +76,7 @@ def fraction(record: MeasurementRecord, bandwidth: float, flops: dict[str, float
     """Share of the measured roof this call reached; None without declared work or a roof."""
     if not record.bytes or record.flops is None or record.median <= 0:
         return None
-    roof = flops.get(roof_dtype(record.dtype)) or flops.get("fp32") or (min(flops.values()) if flops else None)
+    roof = compute_roof(flops, record.dtype)
     if not roof:
         return None
     return roofline_fraction(record.flops, record.bytes, record.median, roof, bandwidth)

@@ -36,6 +36,7 @@ __all__ = [
     "attainable_flops",
     "bound_by",
     "datasheet_peaks",
+    "compute_roof",
     "roof_dtype",
     "roofline_fraction",
 ]
@@ -241,8 +242,7 @@ def roofline_fraction_unchecked(flops: float, bytes_moved: float, seconds: float
 
 
 # Spellings of the dtypes the roofs are measured for, as suites write them in ``extra_info``.
-_ROOF_DTYPE_ALIASES = {"float32": "fp32", "float": "fp32", "tf32": "tf32", "float16": "fp16", "half": "fp16",
-                       "bfloat16": "bf16"}
+_ROOF_DTYPE_ALIASES = {"float32": "fp32", "float": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16"}
 
 
 def roof_dtype(dtype: str) -> str:
@@ -255,3 +255,9 @@ def roof_dtype(dtype: str) -> str:
     if name.startswith(("fp8", "float8")):
         return "fp8"
     return _ROOF_DTYPE_ALIASES.get(name, name)
+
+
+def compute_roof(flops: Mapping[str, float], dtype: str) -> float | None:
+    """The peak FLOP/s a ``dtype`` kernel is held to: its own roof (``roof_dtype``), else fp32's,
+    else the lowest one, so the fraction is never flattered; None without any compute roof."""
+    return flops.get(roof_dtype(dtype)) or flops.get("fp32") or (min(flops.values()) if flops else None)

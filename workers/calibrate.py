@@ -230,7 +230,8 @@ def usable_caches(caches: dict[str, dict[str, float]],
                   dram_bandwidth: float) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
     """Keep the cache roofs above DRAM's; name the others and why.
 
-    A cache level copied no faster than DRAM measured something else: on an H100 (50 MiB L2)
+    A cache level copied no faster than DRAM measured something else (a VM's reported L3, which
+    is DRAM; on a GPU, launch gaps): on an H100 (50 MiB L2)
     a 12.5 MiB copy takes ~5 µs, about the launch gap around it, and came out at 1.7–2.5 TB/s
     against DRAM's 3.0. Kept, it would be printed, cached and stored as the device's L2 roof,
     a figure nobody should read as the cache's speed (the roofline already skips it).
@@ -242,7 +243,7 @@ def usable_caches(caches: dict[str, dict[str, float]],
             kept[name] = roof
         else:
             unusable[name] = (f"its copy ran at {roof['bandwidth'] / 1e9:,.0f} GB/s, no faster than DRAM's "
-                              f"{dram_bandwidth / 1e9:,.0f} GB/s, so it measured launch overhead, not the cache")
+                              f"{dram_bandwidth / 1e9:,.0f} GB/s, so it is no roof above DRAM's")
     return kept, unusable
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from roofwatch.roofline import Bound, CacheRoof, Peaks, bound_by, datasheet_peaks, roof_dtype
+from roofwatch.roofline import Bound, CacheRoof, Peaks, bound_by, datasheet_peaks
+from roofwatch.roofline import compute_roof as compute_roof_of
 from roofwatch.service.core.models import Device
 from roofwatch.workers.device import is_cpu
 
@@ -41,6 +42,8 @@ def fraction_of_roofline(peaks: Peaks, flops: float, bytes_moved: float, seconds
 
 
 def compute_roof(peaks: Peaks, dtype: str) -> float:
-    """The peak FLOP/s a ``dtype`` kernel is held to: its own roof (``roof_dtype``: any fp8 format
-    to the fp8 roof), else fp32's, else the lowest one."""
-    return peaks.flops.get(roof_dtype(dtype)) or peaks.flops.get("fp32") or min(peaks.flops.values())
+    """The peak FLOP/s a ``dtype`` kernel is held to (``roofwatch.roofline.compute_roof``)."""
+    roof = compute_roof_of(peaks.flops, dtype)
+    if roof is None:
+        raise ValueError(f"{peaks.source} peaks hold no compute roof")
+    return roof
