@@ -18,6 +18,7 @@ lie inside one of those folders, it is covered again by an empty read-only folde
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -39,6 +40,10 @@ ETC_ENTRIES = ("passwd", "group", "hosts", "resolv.conf", "nsswitch.conf", "host
 # The GPU: NVIDIA's device nodes, passed through as devices (the rest of /dev is a minimal one).
 GPU_DEVICE_GLOBS = ("nvidia*", "nvidia-caps", "dri")
 GIB = 1024 ** 3
+# bwrap itself runs on the host before any namespace exists, so nothing of the suite's may
+# shape it: it is found on this fixed PATH and started with this environment alone. The
+# suite's variables are handed over with --clearenv/--setenv and exist only inside.
+LAUNCHER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # Folders that are empty and in memory in every sandbox; never mounted whole from the host.
 TMPFS_ROOTS = (Path("/"), Path("/tmp"), Path("/run"))
 
@@ -92,9 +97,30 @@ def _covered(isolation: Isolation, shown: Iterable[Path]) -> list[Path]:
             if path.exists() and any(path == folder or folder in path.parents for folder in shown)]
 
 
-def command(argv: list[str], isolation: Isolation, binary: str = "bwrap", cwd: Path | None = None) -> list[str]:
-    """``argv`` wrapped in bwrap; order matters: later mounts cover earlier ones."""
-    args = [binary, "--unshare-all", "--die-with-parent", "--new-session"]
+def resolve(binary: str) -> str:
+    """The absolute path of bwrap, looked up on the fixed ``LAUNCHER_PATH``, never the caller's PATH."""
+    if os.path.isabs(binary):
+        return binary
+    found = shutil.which(binary, path=LAUNCHER_PATH)
+    if found is None:
+        raise SandboxUnavailable(
+            f"{binary!r} is not installed in {LAUNCHER_PATH} (Debian/Ubuntu: apt-get install bubblewrap)")
+    return found
+
+
+def launcher_env() -> dict[str, str]:
+    """The whole environment bwrap is started with: nothing a suite or the worker's own env chose."""
+    return {"PATH": LAUNCHER_PATH, "LANG": "C.UTF-8"}
+
+
+def command(argv: list[str], isolation: Isolation, binary: str = "bwrap", cwd: Path | None = None,
+            env: dict[str, str] | None = None) -> list[str]:
+    """``argv`` wrapped in bwrap; order matters: later mounts cover earlier ones.
+
+    ``env`` is the suite's whole environment inside the sandbox (``--clearenv`` then one
+    ``--setenv`` each): bwrap's own process sees none of it.
+    """
+    args = [resolve(binary), "--unshare-all", "--die-with-parent", "--new-session"]
     if isolation.network:
         args.append("--share-net")
     args += _ro(SYSTEM_DIRS)
@@ -120,19 +146,19 @@ def command(argv: list[str], isolation: Isolation, binary: str = "bwrap", cwd: P
         args += ["--remount-ro", str(path)]
     if cwd is not None:
         args += ["--chdir", str(cwd)]
+    args.append("--clearenv")
+    for key, value in (env or {}).items():
+        args += ["--setenv", key, value]
     return [*args, "--", *argv]
 
 
 @lru_cache(maxsize=4)
 def check(binary: str = "bwrap") -> None:
     """Start one empty sandbox; raise ``SandboxUnavailable`` with bwrap's own words if it fails."""
-    found = shutil.which(binary)
-    if found is None:
-        raise SandboxUnavailable(
-            f"{binary!r} is not installed (Debian/Ubuntu: apt-get install bubblewrap)")
+    found = resolve(binary)
     try:
         done = subprocess.run(command(["/bin/true"], Isolation(devices=()), found),
-                              capture_output=True, text=True, timeout=30)
+                              capture_output=True, text=True, timeout=30, env=launcher_env())
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SandboxUnavailable(f"bubblewrap could not start: {exc}") from exc
     if done.returncode != 0:

@@ -92,10 +92,19 @@ def scrubbed_env(extra: dict[str, str] | None = None, pythonpath: Path | None = 
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "/usr/bin:/bin")])
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["PYTHONUNBUFFERED"] = "1"
+    extra = dict(extra or {})
+    if "PATH" in extra:
+        # `python` stays roofwatch's interpreter; a suite's own entries come next.
+        env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), extra.pop("PATH")])
+    suite_paths = [entry for entry in extra.pop("PYTHONPATH", "").split(os.pathsep) if entry]
     if pythonpath is not None:
-        # The checked-out tree must win over any installed copy of the same packages.
-        env["PYTHONPATH"] = os.pathsep.join(str(p) for p in (pythonpath, extra_path) if p is not None)
-    env.update(extra or {})
+        # The checked-out tree must win over any installed copy of the same packages; a suite's
+        # own entries (relative to the tree, e.g. a src/ layout) come first and add to it.
+        own = [pythonpath / entry for entry in suite_paths]
+        env["PYTHONPATH"] = os.pathsep.join(str(p) for p in (*own, pythonpath, extra_path) if p is not None)
+    elif suite_paths:
+        env["PYTHONPATH"] = os.pathsep.join(suite_paths)
+    env.update(extra)
     return env
 
 
@@ -142,7 +151,11 @@ def run(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float, outpu
     started = time.monotonic()
     buffer = _CappedBuffer(output_limit)
     if confinement.isolation is not None:
-        argv = bubblewrap.command(argv, confinement.isolation, confinement.bwrap, cwd)
+        try:
+            argv = bubblewrap.command(argv, confinement.isolation, confinement.bwrap, cwd, env)
+        except bubblewrap.SandboxUnavailable as exc:
+            return Completed(None, False, 0.0, f"cannot start the sandbox: {exc}", 0)
+        env = bubblewrap.launcher_env()
     try:
         drop = bool(confinement.user) and os.geteuid() == 0
         user = confinement.user if drop else None

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from roofwatch.workers.compiled.targets import DEFAULT_TARGETS, UnknownTarget, parse_targets
 from roofwatch.workers.errors import SuiteConfigError
+from roofwatch.workers.suite_env import check_env
 
 
 class SuiteSpec(BaseModel):
@@ -39,6 +40,12 @@ class SuiteSpec(BaseModel):
             return [target.name for target in parse_targets(value)]
         except UnknownTarget as exc:
             raise ValueError(str(exc)) from exc
+
+    @field_validator("env")
+    @classmethod
+    def _safe_env(cls, value: dict[str, str]) -> dict[str, str]:
+        check_env(value)
+        return value
 
     @field_validator("command")
     @classmethod
