@@ -10,6 +10,14 @@ Method (DESIGN §5), for ``GpuTimer``:
    ``GraphPolicy.threshold_s`` (~20 µs), launch overhead would dominate: ``calls`` calls are
    captured in a CUDA graph, a sample is one replay (one L2 flush before it) and is divided by
    ``calls``.
+   Before each batch of samples the stream is *held*: a device-side wait (``hold``) long
+   enough for the host to enqueue the whole batch, so the GPU never catches up with the host
+   between a start event and its kernel. Without it, a kernel whose host-side launch is slow
+   (a Triton launcher: tens of µs of Python) is timed with the launch latency inside the event
+   interval whenever the flush before it finishes first — on an H200 that made a 68.5 µs fused
+   RMSNorm (CUPTI's time) read 70–140 µs by events, bimodal, with a share of slow samples that
+   changed from process to process (docs/performance.md, "The GPU slow mode"). nvbench's
+   blocking kernel does the same.
 4. Adaptive count: samples are taken in batches until the order-statistic confidence
    interval of the median (``median_ci``) is within ±``target_rel_ci`` (0.5 %) of the median,
    or a sample or time cap is hit (``StoppingRule``). The result says which (``stop_reason``).
@@ -486,6 +494,7 @@ class TorchCudaBackend:
         # int32 elements; at least 1 MiB for devices that report no L2.
         elements = max(2 * self.l2_bytes, 1 << 20) // 4
         self._flush = torch.empty(elements, dtype=torch.int32, device=self.device)
+        self._sleep_cycles_per_s: float | None = None
 
     def nvml_index(self) -> int | None:
         """NVML's number for this device, through torch's CUDA_VISIBLE_DEVICES mapping, if it has one."""
@@ -511,6 +520,28 @@ class TorchCudaBackend:
     def flush_l2(self) -> None:
         self._flush.zero_()
 
+    def hold(self, seconds: float) -> None:
+        """Keep this stream busy for about ``seconds`` (a spinning kernel), asynchronously."""
+        torch = self._torch
+        if self._sleep_cycles_per_s is None:
+            self._sleep_cycles_per_s = self._calibrate_sleep()
+        cycles = int(min(seconds, MAX_HOLD_S) * self._sleep_cycles_per_s)
+        if cycles > 0:
+            with torch.cuda.stream(torch.cuda.current_stream(self.device)):
+                torch.cuda._sleep(cycles)
+
+    def _calibrate_sleep(self) -> float:
+        """Cycles ``torch.cuda._sleep`` spins per second on this device (its clock, as it runs)."""
+        torch = self._torch
+        cycles = 2_000_000
+        torch.cuda._sleep(cycles)  # load the kernel first
+        start, end = self.event(), self.event()
+        start.record()
+        torch.cuda._sleep(cycles)
+        end.record()
+        self.synchronize()
+        return cycles / max(self.elapsed_s(start, end), 1e-6)
+
     def capture(self, fn: Callable[[], object], calls: int) -> Any:
         torch = self._torch
         # torch's rule for capture: run the work a few times on a side stream first, so
@@ -533,6 +564,13 @@ class TorchCudaBackend:
         self._torch.cuda.empty_cache()
 
 
+# The host's enqueue time of one sample (flush, two events, the call) before it is measured,
+# and the safety factor on the measured one: holding too long costs device time only, too
+# short lets launch latency into the samples again.
+ENQUEUE_ESTIMATE_S = 100e-6
+HOLD_MARGIN = 2.0
+MAX_HOLD_S = 0.2
+
 GPU_RULE = StoppingRule(max_samples=2000, max_time_s=1.0)
 GPU_WARMUP = WarmUp(time_s=0.1, max_calls=1000)
 _ESTIMATE_CALLS = 5
@@ -545,7 +583,7 @@ class GpuTimer:
 
     def __init__(self, backend: GpuBackend, telemetry: TelemetrySource | None = None, *,
                  rule: StoppingRule = GPU_RULE, warmup: WarmUp = GPU_WARMUP,
-                 graphs: GraphPolicy = GraphPolicy(), flush_l2: bool = True,
+                 graphs: GraphPolicy = GraphPolicy(), flush_l2: bool = True, hold_stream: bool = True,
                  clock: Callable[[], float] = time.perf_counter) -> None:
         self.backend = backend
         self.telemetry = telemetry or NoTelemetry()
@@ -553,8 +591,10 @@ class GpuTimer:
         self.warmup = warmup
         self.graphs = graphs
         self.flush_l2 = flush_l2
+        self.hold_stream = hold_stream
         self._clock = clock
         self._last: object = None  # what the latest eager call returned
+        self._enqueue_s = ENQUEUE_ESTIMATE_S  # host time to enqueue one sample, measured per batch
 
     @classmethod
     def for_device(cls, device: Any = None, **options: Any) -> GpuTimer:
@@ -622,6 +662,10 @@ class GpuTimer:
         while the batch runs, is attributed to sample ``i``.
         """
         backend = self.backend
+        hold = getattr(backend, "hold", None) if self.hold_stream else None
+        if hold is not None:
+            hold(HOLD_MARGIN * self._enqueue_s * k)
+        enqueue_start = time.perf_counter()
         pairs = []
         for _ in range(k):
             if self.flush_l2:
@@ -633,6 +677,7 @@ class GpuTimer:
             if calls == 1:
                 self._last = out
             pairs.append((start, end))
+        self._enqueue_s = (time.perf_counter() - enqueue_start) / k
         if telemetry is not None:
             telemetry.extend(self.telemetry.read() for _ in range(k))
         backend.synchronize()

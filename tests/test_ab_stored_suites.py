@@ -42,7 +42,7 @@ def _history(tmp_path: Path) -> PlantedHistory:
 
 def _env(tmp_path: Path) -> dict[str, str]:
     return {"ROOFWATCH_DATA_DIR": str(tmp_path / "data"), "ROOFWATCH_DATABASE_URL": f"sqlite:///{tmp_path / 'rw.db'}",
-            "ROOFWATCH_AB_MIN_ROUNDS": "3", "ROOFWATCH_AB_MAX_ROUNDS": "4"}
+            "ROOFWATCH_AB_MIN_ROUNDS": "3", "ROOFWATCH_AB_MAX_ROUNDS": "6"}
 
 
 def _comparisons(tmp_path: Path) -> list[tuple[str, str, str, str]]:
@@ -162,7 +162,7 @@ def pr_client(roofwatch_env: Path, fake_github: FakeGitHub, tmp_path: Path,
     from conftest import _reset_caches
 
     for name, value in {"GITHUB_WEBHOOK_SECRET": SECRET, "GITHUB_TOKEN": FakeGitHub.STATIC_TOKEN,
-                        "GITHUB_API_URL": fake_github.url, "AB_MIN_ROUNDS": "3", "AB_MAX_ROUNDS": "4",
+                        "GITHUB_API_URL": fake_github.url, "AB_MIN_ROUNDS": "3", "AB_MAX_ROUNDS": "6",
                         "PUBLIC_URL": "http://roofwatch.test"}.items():
         monkeypatch.setenv(f"ROOFWATCH_{name}", value)
     _reset_caches()

@@ -64,7 +64,7 @@ def app_client(roofwatch_env: Path, fake_github: FakeGitHub, kernels_repo: dict[
     from conftest import _reset_caches
 
     for name, value in {"GITHUB_WEBHOOK_SECRET": SECRET, "GITHUB_TOKEN": FakeGitHub.STATIC_TOKEN, "GITHUB_API_URL": fake_github.url,
-                        "AB_MAX_ROUNDS": "4", "PUBLIC_URL": "http://roofwatch.test"}.items():
+                        "AB_MAX_ROUNDS": "6", "PUBLIC_URL": "http://roofwatch.test"}.items():
         monkeypatch.setenv(f"ROOFWATCH_{name}", value)
     _reset_caches()
     from roofwatch.service.api.app import create_app

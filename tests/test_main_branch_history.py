@@ -41,7 +41,7 @@ def _history(tmp_path: Path, name: str, dates: str = "increasing",
 
 def _env(tmp_path: Path, database: str) -> dict[str, str]:
     return {"ROOFWATCH_DATA_DIR": str(tmp_path / "data"), "ROOFWATCH_DATABASE_URL": database,
-            "ROOFWATCH_AB_MIN_ROUNDS": "3", "ROOFWATCH_AB_MAX_ROUNDS": "4"}
+            "ROOFWATCH_AB_MIN_ROUNDS": "3", "ROOFWATCH_AB_MAX_ROUNDS": "6"}
 
 
 def _run(history: PlantedHistory, env: dict[str, str], *names: str, force: bool = False) -> None:

@@ -472,3 +472,30 @@ def test_disabled_benchmarks_run_the_call_once_untimed(tmp_path: Path) -> None:
     (tmp_path / "test_harness_suite.py").write_text(SUITE.split("\n\ndef test_gpu_result")[0] + "\n")
     done = _pytest(tmp_path, "--benchmark-disable")
     assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout + done.stderr
+
+
+class HeldGpu(FakeGpu):
+    """A device that records each stream hold: the wait that keeps it ahead of the host."""
+
+    def __init__(self, kernel_s: Callable[[int], float]) -> None:
+        super().__init__(kernel_s)
+        self.holds: list[float] = []
+
+    def hold(self, seconds: float) -> None:
+        self.holds.append(seconds)
+        self.log.append("hold")
+
+
+def test_every_batch_starts_with_a_hold_long_enough_for_the_host_to_enqueue_it() -> None:
+    gpu = HeldGpu(lambda i: 50e-6)
+    _timer(gpu).measure(gpu.kernel)
+    # Each batch: a hold, then its samples; never a sample enqueued while the device could idle.
+    batches = [i for i, entry in enumerate(gpu.log) if entry == "hold"]
+    assert batches and all(gpu.log[i + 1] == "flush" for i in batches)
+    assert all(seconds > 0 for seconds in gpu.holds)
+
+
+def test_the_hold_can_be_switched_off_to_show_what_it_prevents() -> None:
+    gpu = HeldGpu(lambda i: 50e-6)
+    _timer(gpu, hold_stream=False).measure(gpu.kernel)
+    assert gpu.holds == []

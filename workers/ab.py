@@ -23,17 +23,18 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from roofwatch.service.analysis import abtest
-from roofwatch.workers import checkout
+from roofwatch.workers import checkout, min_effect
 from roofwatch.workers.device import probe
 from roofwatch.workers.envelope import ABEnvelope, CommitRecord, DeviceInfo, RoundRecord, SuiteResult
 from roofwatch.workers.errors import CheckoutError, SuiteConfigError
-from roofwatch.workers.external_suites import noted, prepare_suites
+from roofwatch.workers.external_suites import noted, prepare_suites, repository_min_effect_of
 from roofwatch.workers.runner import run_suite
 from roofwatch.workers.suite_config import SuiteSpec
 
@@ -61,18 +62,25 @@ class ABJob:
     suites_toml: str = ""
     suites_label: str = ""
     suites_from: str = ""
+    # Wall time for rounds after the first (seconds): no round is started that would end past it.
+    budget_s: float | None = None
 
 
 RoundProgress = Callable[[int, str, str, str], None]  # (0-based round, side, suite, "start" or its status)
 
 
 def paired_rounds(rounds: list[RoundRecord]) -> dict[str, tuple[list[float], list[float]]]:
-    """Benchmarks measured on both sides in every round that measured them, paired by round."""
+    """Benchmarks measured on both sides in every round that measured them, paired by round.
+
+    Each process contributes ``abtest.process_value`` of its samples (the fast mode's location
+    for a GPU timer, the median otherwise).
+    """
     by_round: dict[tuple[str, int], dict[str, float]] = {}
     for record in rounds:
         for suite in record.suites:
             for m in suite.measurements:
-                by_round.setdefault((record.side, record.index), {})[f"{suite.name}::{m.name}"] = m.median
+                value = abtest.process_value(m.samples, m.median, str(m.extra_info.get("timer", "")))
+                by_round.setdefault((record.side, record.index), {})[f"{suite.name}::{m.name}"] = value
     indexes = sorted({r.index for r in rounds})
     pairs: dict[str, tuple[list[float], list[float]]] = {}
     for i in indexes:
@@ -95,12 +103,44 @@ def round_orders(seed: int, rounds: int) -> list[tuple[str, str]]:
     return orders[:rounds]
 
 
-def _conclusive(rounds: list[RoundRecord]) -> bool:
+def round_verdicts(rounds: list[RoundRecord], min_effect: float, min_effects: dict[str, float],
+                   higher_is_better: dict[str, bool] | None = None) -> dict[str, abtest.ABVerdict]:
+    """The verdict of every benchmark measured on both sides, by ``suite::name``.
+
+    The one decision an A/B makes — on the worker (whether to add rounds), at ingest (what is
+    stored and reported) and in ``roofwatch verdict`` (result files a team already has).
+    """
     pairs = paired_rounds(rounds)
-    if not pairs:
-        return True  # nothing to compare: more rounds will not change that
-    found = abtest.verdicts([(b, h, False) for b, h in pairs.values()])
-    return not abtest.needs_more_rounds(found)
+    keys = sorted(pairs)
+    hib = higher_is_better or {}
+    found = abtest.verdicts([abtest.PairedRounds(pairs[k][0], pairs[k][1], hib.get(k, False),
+                                                 min_effects.get(k, min_effect)) for k in keys],
+                            min_effect=min_effect)
+    return dict(zip(keys, found))
+
+
+def min_effects_for(rounds: list[RoundRecord], specs: list[tuple[SuiteSpec, str]],
+                    repository: float | None) -> dict[str, float]:
+    """Each measured benchmark's min_effect by ``suite::name``, from the head's suites."""
+    by_suite = {spec.name: spec for spec, _ in specs}
+    out: dict[str, float] = {}
+    for record in rounds:
+        for suite in record.suites:
+            spec = by_suite.get(suite.name)
+            for m in suite.measurements:
+                out[f"{suite.name}::{m.name}"] = min_effect.resolve(
+                    m.name, spec.min_effects if spec else {}, spec.min_effect if spec else None, repository)
+    return out
+
+
+def _stop_reason(rounds: list[RoundRecord], effect: float, effects: dict[str, float], cap: int) -> str | None:
+    """Why no more rounds are needed ("decided", "cannot settle" within ``cap``), or None to go on."""
+    found = list(round_verdicts(rounds, effect, effects).values())
+    if not found:
+        return "decided"  # nothing to compare: more rounds will not change that
+    if abtest.needs_more_rounds(found, cap):
+        return None
+    return "decided" if all(v.direction != "inconclusive" for v in found) else "cannot settle"
 
 
 def run_ab(job: ABJob, device: DeviceInfo | None = None, progress: RoundProgress | None = None) -> ABEnvelope:
@@ -110,6 +150,7 @@ def run_ab(job: ABJob, device: DeviceInfo | None = None, progress: RoundProgress
     rounds: list[RoundRecord] = []
     commits: dict[str, CommitRecord | None] = {"base": None, "head": None}
     sources: dict[str, str] = {}
+    effects = _Effects()
 
     def envelope(status: str, reason: str = "") -> ABEnvelope:
         return ABEnvelope(
@@ -117,7 +158,8 @@ def run_ab(job: ABJob, device: DeviceInfo | None = None, progress: RoundProgress
             repository=job.repository, base_sha=job.base_sha, head_sha=job.head_sha,
             status=status, reason=reason, base_commit=commits["base"], head_commit=commits["head"],  # type: ignore[arg-type]
             device=device, rounds=rounds, started_at=started, finished_at=datetime.now(UTC),
-            suites_source=suites_source(sources),
+            suites_source=suites_source(sources), min_effect=effects.repository,
+            min_effects=effects.benchmarks, budget_s=job.budget_s, stop_reason=effects.stop_reason,
         )
 
     try:
@@ -141,7 +183,12 @@ def run_ab(job: ABJob, device: DeviceInfo | None = None, progress: RoundProgress
                     where = " or the stored suites" if job.suites_toml else ""
                     return envelope("errored", f"{side}: no [[tool.roofwatch.suites]] in pyproject.toml{where}")
                 specs[side] = found
-            _run_rounds(job, trees, specs, data_dir, rounds, progress)
+            try:
+                declared = repository_min_effect_of(head_tree, job.suites_toml)
+            except SuiteConfigError as exc:
+                return envelope("errored", f"head: {exc}")
+            effects.repository = declared if declared is not None else min_effect.DEFAULT_MIN_EFFECT
+            _run_rounds(job, trees, specs, data_dir, rounds, progress, effects)
     except CheckoutError as exc:
         return envelope("errored", str(exc))
 
@@ -159,10 +206,27 @@ def suites_source(sources: dict[str, str]) -> str:
     return "; ".join(f"{side}: {source}" for side, source in sources.items())
 
 
+@dataclass
+class _Effects:
+    """What counts (filled once the head's config is read) and why rounds stopped."""
+
+    repository: float = min_effect.DEFAULT_MIN_EFFECT
+    benchmarks: dict[str, float] = field(default_factory=dict)
+    stop_reason: str = ""
+
+
 def _run_rounds(job: ABJob, trees: dict[str, Path], specs: dict[str, list[tuple[SuiteSpec, str]]], data_dir: Path,
-                rounds: list[RoundRecord], progress: RoundProgress | None) -> None:
+                rounds: list[RoundRecord], progress: RoundProgress | None, effects: _Effects) -> None:
     orders = round_orders(job.comparison_id, job.max_rounds)
+    started = time.monotonic()
+    last_round_s = 0.0
     for index in range(job.max_rounds):
+        if index >= job.min_rounds and job.budget_s is not None \
+                and time.monotonic() - started + last_round_s > job.budget_s:
+            effects.stop_reason = "budget"
+            log.info("comparison %s: another round would pass the %.0f s budget", job.comparison_id, job.budget_s)
+            return
+        round_started = time.monotonic()
         order = orders[index]
         for side in order:
             wanted = specs[side] if index == 0 else [(s, n) for s, n in specs[side] if s.kind == "benchmark"]
@@ -174,8 +238,15 @@ def _run_rounds(job: ABJob, trees: dict[str, Path], specs: dict[str, list[tuple[
                     result = result.model_copy(update={"output_tail": result.output_tail[-LATER_ROUND_OUTPUT:]})
                 results.append(noted(result, note))
             rounds.append(RoundRecord(side=side, index=index, suites=results))  # type: ignore[arg-type]
+        if index == 0:
+            effects.benchmarks = min_effects_for(rounds, specs["head"], effects.repository)
+        last_round_s = time.monotonic() - round_started
         done = index + 1
-        if done >= job.min_rounds and _conclusive(rounds):
-            log.info("comparison %s: conclusive after %d round(s)", job.comparison_id, done)
-            return
+        if done >= job.min_rounds:
+            reason = _stop_reason(rounds, effects.repository, effects.benchmarks, job.max_rounds)
+            if reason is not None:
+                effects.stop_reason = reason
+                log.info("comparison %s: %s after %d round(s)", job.comparison_id, reason, done)
+                return
+    effects.stop_reason = "round cap"
     log.info("comparison %s: stopped at the cap of %d rounds", job.comparison_id, job.max_rounds)

@@ -169,3 +169,11 @@ class ABEnvelope(BaseModel):
     finished_at: datetime
     # As on Envelope: where the suites came from ("base: …; head: …" when the sides differ).
     suites_source: str = ""
+    # What counts, as the head's config declares it: the repository's min_effect and each
+    # benchmark's ("suite::name" → fraction), so the service decides with the worker's numbers.
+    min_effect: float = 0.02
+    min_effects: dict[str, float] = Field(default_factory=dict)
+    # The wall-time budget for rounds (seconds; None: only the round cap) and why rounds stopped:
+    # "decided", "round cap", "budget" or "cannot settle".
+    budget_s: float | None = None
+    stop_reason: str = ""

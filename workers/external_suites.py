@@ -24,7 +24,14 @@ from roofwatch.workers import checkout
 from roofwatch.workers.envelope import SuiteResult
 from roofwatch.workers.errors import SuiteConfigError, UnknownRevision
 from roofwatch.workers.redaction import redact
-from roofwatch.workers.suite_config import SuiteSpec, load_suites, roofwatch_table, suites_in
+from roofwatch.workers.suite_config import (
+    SuiteSpec,
+    load_suites,
+    read_pyproject,
+    repository_min_effect,
+    roofwatch_table,
+    suites_in,
+)
 
 # The keys of [tool.roofwatch] a suites file may set.
 ROOFWATCH_KEYS = ("override", "suites")
@@ -79,6 +86,19 @@ def choose_suites(tree: Path, stored_toml: str, stored_label: str) -> tuple[list
     if own is not None:
         return own, f"pyproject.toml of the commit (wins over {stored_label})"
     return stored.suites, f"{stored_label} (the commit declares no suites)"
+
+
+def repository_min_effect_of(tree: Path, stored_toml: str) -> float | None:
+    """``[tool.roofwatch] min_effect``: the stored config's when it sets one, else the commit's."""
+    if stored_toml:
+        try:
+            stored = repository_min_effect(tomllib.loads(stored_toml))
+        except tomllib.TOMLDecodeError as exc:
+            raise SuiteConfigError(f"stored suites are not valid TOML: {exc}") from exc
+        if stored is not None:
+            return stored
+    own = read_pyproject(tree)
+    return None if own is None else repository_min_effect(own)
 
 
 def prepare_suites(mirror: Path, tree: Path, stored_toml: str, stored_label: str,

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from roofwatch.workers.compiled.targets import DEFAULT_TARGETS, UnknownTarget, parse_targets
 from roofwatch.workers.errors import SuiteConfigError
+from roofwatch.workers.min_effect import parse_min_effect
 from roofwatch.workers.suite_env import check_env
 
 
@@ -30,6 +31,10 @@ class SuiteSpec(BaseModel):
     # Stored configs only: take suite_paths from this other git repository (URL or path) at
     # suites_from (default HEAD), so a suite can live outside the measured repository altogether.
     suites_repo: str | None = None
+    # The smallest change that counts for this suite's benchmarks, and per benchmark pattern
+    # (see workers/min_effect.py); None: the repository's.
+    min_effect: float | None = None
+    min_effects: dict[str, float] = Field(default_factory=dict)
     # kind = "compile" only: the GPUs every launched Triton kernel is compiled for.
     targets: list[str] = Field(default_factory=lambda: list(DEFAULT_TARGETS))
 
@@ -40,6 +45,18 @@ class SuiteSpec(BaseModel):
             return [target.name for target in parse_targets(value)]
         except UnknownTarget as exc:
             raise ValueError(str(exc)) from exc
+
+    @field_validator("min_effect", mode="before")
+    @classmethod
+    def _min_effect(cls, value: object) -> float | None:
+        return None if value is None else parse_min_effect(value)
+
+    @field_validator("min_effects", mode="before")
+    @classmethod
+    def _min_effects(cls, value: object) -> dict[str, float]:
+        if not isinstance(value, dict):
+            raise ValueError("min_effects must be a table of benchmark patterns to sizes")
+        return {str(pattern): parse_min_effect(size) for pattern, size in value.items()}
 
     @field_validator("env")
     @classmethod
@@ -58,16 +75,21 @@ class SuiteSpec(BaseModel):
         return shlex.split(self.command) if isinstance(self.command, str) else list(self.command)
 
 
-def load_suites(worktree: Path) -> list[SuiteSpec] | None:
-    """The suites a commit declares, or ``None`` when it declares none (recorded as skipped)."""
+def read_pyproject(worktree: Path) -> dict[str, object] | None:
+    """A commit's parsed ``pyproject.toml``, or None when it has none."""
     pyproject = worktree / "pyproject.toml"
     if not pyproject.is_file():
         return None
     try:
-        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        return tomllib.loads(pyproject.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise SuiteConfigError(f"pyproject.toml is not valid TOML: {exc}") from exc
-    return suites_in(data)
+
+
+def load_suites(worktree: Path) -> list[SuiteSpec] | None:
+    """The suites a commit declares, or ``None`` when it declares none (recorded as skipped)."""
+    data = read_pyproject(worktree)
+    return None if data is None else suites_in(data)
 
 
 def roofwatch_table(data: dict[str, object]) -> dict[str, object] | None:
@@ -95,3 +117,14 @@ def suites_in(data: dict[str, object]) -> list[SuiteSpec] | None:
     if len(set(names)) != len(names):
         raise SuiteConfigError(f"suite names must be unique, got {names}")
     return suites
+
+
+def repository_min_effect(data: dict[str, object]) -> float | None:
+    """``[tool.roofwatch] min_effect`` of a parsed TOML document, or None when absent."""
+    table = roofwatch_table(data)
+    if table is None or "min_effect" not in table:
+        return None
+    try:
+        return parse_min_effect(table["min_effect"])
+    except ValueError as exc:
+        raise SuiteConfigError(f"[tool.roofwatch] {exc}") from exc

@@ -1,23 +1,36 @@
 """Interleaved A/B verdicts: base and head measured in alternating fresh processes.
 
-Each round runs the base, then the head, each in a new process, and keeps one number per
-benchmark and side: the median of that process's samples. Rounds, not samples, are the
-unit of evidence, because most of the noise that fools a benchmark lives *between*
-processes (clocks, memory placement, caches, a neighbour on the host) and samples from one
-process cannot see it. Pairing round i's base with round i's head cancels slow drift of the
-machine, so the statistic is the paired log-ratio ``d_i = log(head_i / base_i)``.
+Each round runs the base, then the head (or the other way round), each in a new process, and
+keeps one number per benchmark and side: the process's own statistic of its samples
+(``process_value``). Rounds, not samples, are the unit of evidence, because most of the noise
+that fools a benchmark lives *between* processes (clocks, memory placement, caches, a
+neighbour on the host) and samples from one process cannot see it. Pairing round i's base with
+round i's head cancels slow drift of the machine, so the statistic is the paired log-ratio
+``d_i = log(head_i / base_i)`` (sign flipped for higher-is-better units: + is always worse).
 
-A change is reported only when
+**What counts is the team's; what settles it is the data's.** ``min_effect`` (default 2 %) is
+the smallest change that matters. Measured noise never moves it; noise only decides how many
+rounds a verdict needs:
 
-* the paired t-test on ``d`` is significant at ``alpha`` after false-discovery control
-  across every benchmark of the comparison (Benjamini–Hochberg), **and**
-* the estimated change is larger than ``max(min_effect, k × noise)``, where noise is the
-  per-process spread measured in this very comparison (``std(d) / √2``).
+* *regression*: the change is significant — the interval excludes zero — **and** the estimate
+  is above ``+min_effect`` (an interval entirely above ``+min_effect`` is always one);
+* *improvement*: the mirror image;
+* *none*: the interval lies within ``±min_effect``: whatever changed, it does not matter;
+* *inconclusive*: anything else — the run cannot yet tell, and says how many rounds would.
 
-The t interval on the mean of ``d`` gives the confidence interval. A comparison whose
-interval still reaches beyond the threshold without being significant is *inconclusive*:
-the caller adds rounds (up to a cap) before any verdict is posted. Every verdict carries
-the smallest change the run could have detected (80 % power at ``alpha``).
+The interval is Student's t on the mean of ``d`` (log-normal timing noise makes ``d`` close
+to normal; heavy tails and bimodal rounds widen ``s`` and so the interval: they cost rounds,
+not false alarms, which ``bench.verdicts`` measures on A/A simulations instead of assuming).
+Two guards keep a few rounds from deciding alone: a change must still be significant with its
+most extreme round left out (one wild process never names a regression), and ``noise_floor``
+— a series' known between-process noise, e.g. from its history — keeps three coincidentally
+equal rounds of a bimodal benchmark from looking noiseless.
+
+Many benchmarks are decided together, so a change is claimed with Benjamini–Hochberg
+selection at ``alpha`` and shown with the false-coverage-rate adjusted interval of the
+selected (Benjamini & Yekutieli 2005, level ``1 − alpha·R/m`` for R changes among m
+benchmarks); *none* and *inconclusive* are judged on the marginal ``1 − alpha`` interval. Each
+verdict carries the confidence of the interval it shows and decided with.
 """
 
 from __future__ import annotations
@@ -25,6 +38,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -33,12 +47,29 @@ from scipy import stats
 from roofwatch.service.analysis import fdr
 
 MIN_ROUNDS = 3
-DEFAULT_ALPHA = 0.001  # per comparison after FDR; sequential looks (3..cap rounds) inflate it a little
+DEFAULT_ALPHA = 0.01
 DEFAULT_MIN_EFFECT = 0.02
-DEFAULT_NOISE_K = 3.0
 POWER = 0.8
+ROUNDS_CAP = 1000  # beyond this many rounds a benchmark "cannot be judged" at its min_effect
+# Timers whose per-process samples are a fast mode plus interference (DESIGN §5): their
+# process value is the fast mode's location, a low quantile, which the slow mode's share
+# does not move (see docs/analysis.md, "The GPU statistic").
+FAST_MODE_TIMERS = frozenset({"cuda_event", "cuda_graph"})
+FAST_MODE_QUANTILE = 10.0
 
 Direction = Literal["regression", "improvement", "none", "inconclusive"]
+Overall = Literal["regression", "improvement", "no-change", "inconclusive"]
+
+
+@dataclass(frozen=True)
+class PairedRounds:
+    """One benchmark's per-process values, paired by round; seconds unless ``higher_is_better``."""
+
+    base: Sequence[float]
+    head: Sequence[float]
+    higher_is_better: bool = False
+    min_effect: float | None = None  # the benchmark's own, else the comparison's
+    noise_floor: float = 0.0  # known relative between-process noise of one process
 
 
 @dataclass(frozen=True)
@@ -49,95 +80,185 @@ class ABVerdict:
     ci_low: float
     ci_high: float
     p_value: float  # raw paired t-test
-    q_value: float  # after false-discovery control across the comparison
-    noise_pct: float  # per-process spread measured in this comparison
-    threshold_pct: float  # max(min_effect, k × noise): the smallest change that is reported
-    mde_pct: float  # smallest change this run could have detected (80 % power)
+    q_value: float  # Benjamini–Hochberg across the comparison
+    noise_pct: float  # one process's between-process spread, measured here (or the floor)
+    threshold_pct: float  # min_effect: the smallest change that counts
+    mde_pct: float  # smallest change this many rounds detect with 80 % power
     rounds: int
     direction: Direction
     reason: str
+    confidence: float = 1 - DEFAULT_ALPHA  # of the interval shown, which the decision used
+    rounds_needed: int | None = None  # rounds that would settle an inconclusive one; None: cannot
+
+
+def process_value(samples: Sequence[float], median: float, timer: str = "") -> float:
+    """The one number a process contributes to a round: see ``FAST_MODE_TIMERS``; else the median."""
+    if timer in FAST_MODE_TIMERS and len(samples) >= 2:
+        return float(np.percentile(np.asarray(samples, dtype=float), FAST_MODE_QUANTILE))
+    return median
+
+
+@lru_cache(maxsize=4096)
+def _t(q: float, dof: int) -> float:
+    """Student t quantile; cached, since a comparison asks for the same few again and again."""
+    return float(stats.t.ppf(q, dof))
+
+
+@lru_cache(maxsize=16)
+def _halfwidth_factors(alpha: float) -> np.ndarray:
+    """``t(1 − alpha/2, n − 1) / √n`` for n = 0 … ROUNDS_CAP (the first entries unused)."""
+    ns = np.arange(ROUNDS_CAP + 1, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        factors = stats.t.ppf(1 - alpha / 2, ns - 1) / np.sqrt(ns)
+    factors[:MIN_ROUNDS] = np.inf
+    return factors
 
 
 def _pct(log_ratio: float) -> float:
     return math.expm1(log_ratio) * 100.0
 
 
-def _log_ratios(base: Sequence[float], head: Sequence[float], higher_is_better: bool) -> np.ndarray:
+def log_ratios(base: Sequence[float], head: Sequence[float], higher_is_better: bool) -> np.ndarray:
+    """Paired ``log(head/base)`` of rounds where both values are finite and positive; + = worse."""
     pairs = [(b, h) for b, h in zip(base, head) if b > 0 and h > 0 and math.isfinite(b) and math.isfinite(h)]
     if not pairs:
         return np.zeros(0)
     b, h = np.asarray(pairs, dtype=float).T
     ratios = np.log(h / b)
-    # Throughput-style units: a drop is the slowdown, so flip the sign to keep "+ = worse".
     return -ratios if higher_is_better else ratios
 
 
-def _single(base: Sequence[float], head: Sequence[float], higher_is_better: bool,
-            min_effect: float, noise_k: float, alpha: float) -> tuple[dict[str, float], str | None]:
-    d = _log_ratios(base, head, higher_is_better)
+@dataclass(frozen=True)
+class _Fit:
+    n: int
+    mean: float
+    sd: float  # of d, floored by the known noise
+    p_value: float
+
+    @property
+    def se(self) -> float:
+        return self.sd / math.sqrt(self.n)
+
+    def interval(self, confidence: float) -> tuple[float, float]:
+        if self.se == 0.0:
+            return self.mean, self.mean
+        half = _t(1 - (1 - confidence) / 2, self.n - 1) * self.se
+        return self.mean - half, self.mean + half
+
+
+def _fit(d: np.ndarray, noise_floor: float) -> _Fit:
     n = len(d)
-    if n < MIN_ROUNDS:
-        return {"rounds": n}, f"only {n} paired round(s); need {MIN_ROUNDS}"
     mean = float(np.mean(d))
-    sd = float(np.std(d, ddof=1))
-    se = sd / math.sqrt(n)
-    dof = n - 1
-    if se == 0.0:
+    sd = max(float(np.std(d, ddof=1)), math.sqrt(2) * math.log1p(max(noise_floor, 0.0)))
+    if sd == 0.0:
         # Identical numbers every round (a quantised timer, a cached result): no spread to test.
         p_value = 1.0 if mean == 0.0 else 0.0
-        half = 0.0
     else:
-        p_value = float(2 * stats.t.sf(abs(mean) / se, dof))
-        half = float(stats.t.ppf(0.975, dof)) * se
-    noise = sd / math.sqrt(2)  # one process's spread: a difference of two carries two of them
-    threshold = max(min_effect, math.expm1(noise_k * noise))
-    detectable = (float(stats.t.ppf(1 - alpha / 2, dof)) + float(stats.t.ppf(POWER, dof))) * se
-    return {
-        "rounds": n, "mean": mean, "p_value": p_value,
-        "ci_low": _pct(mean - half), "ci_high": _pct(mean + half),
-        "noise_pct": math.expm1(noise) * 100.0, "threshold_pct": threshold * 100.0,
-        "mde_pct": max(threshold, math.expm1(detectable)) * 100.0,
-    }, None
+        p_value = float(2 * stats.t.sf(abs(mean) / (sd / math.sqrt(n)), n - 1))
+    return _Fit(n, mean, sd, p_value)
 
 
-def verdicts(pairs: Sequence[tuple[Sequence[float], Sequence[float], bool]], *,
-             alpha: float = DEFAULT_ALPHA, min_effect: float = DEFAULT_MIN_EFFECT,
-             noise_k: float = DEFAULT_NOISE_K) -> list[ABVerdict]:
-    """One verdict per ``(base_rounds, head_rounds, higher_is_better)``, FDR-controlled together."""
-    singles = [_single(b, h, hib, min_effect, noise_k, alpha) for b, h, hib in pairs]
-    testable = [i for i, (_, err) in enumerate(singles) if err is None]
-    q_values = dict(zip(testable, fdr.adjust([singles[i][0]["p_value"] for i in testable])))
+def _without_extreme(d: np.ndarray, sign: float) -> np.ndarray:
+    """``d`` less its most extreme round in the direction of the claimed change."""
+    return np.delete(d, int(np.argmax(sign * d)))
+
+
+def rounds_to_settle(fit: _Fit, min_effect: float, alpha: float) -> int | None:
+    """Rounds at which, at this noise, the marginal interval would settle the question.
+
+    An estimate inside ``±min_effect`` settles as *none* once the half-width fits between it
+    and the bound; one beyond settles once the half-width is below its size. ``None`` when not
+    even ``ROUNDS_CAP`` rounds would do: the benchmark cannot be judged at ``min_effect`` here.
+    """
+    bound = math.log1p(min_effect)
+    size = abs(fit.mean)
+    room = bound - size if size < bound else size
+    if room <= 0 or fit.sd == 0.0:
+        return None if room <= 0 else fit.n
+    settled = np.nonzero(_halfwidth_factors(alpha)[fit.n:] * fit.sd < room)[0]
+    return fit.n + int(settled[0]) if len(settled) else None
+
+
+def detectable(fit: _Fit, min_effect: float, alpha: float, n: int | None = None) -> float:
+    """Smallest true change (relative) decided as a regression with 80 % power after ``n`` rounds."""
+    n = n or fit.n
+    se = fit.sd / math.sqrt(n)
+    t_crit, t_power = _t(1 - alpha / 2, n - 1), _t(POWER, n - 1)
+    return math.expm1(max(math.log1p(min_effect) + t_power * se, (t_crit + t_power) * se))
+
+
+def _undecided(rounds: int, min_effect: float, reason: str) -> ABVerdict:
+    # No interval exists yet: 0, 0 with an infinite detectable size says so (and stays valid JSON).
+    return ABVerdict(0.0, 0.0, 0.0, 1.0, 1.0, 0.0, min_effect * 100, math.inf, rounds,
+                     "inconclusive", reason, rounds_needed=MIN_ROUNDS)
+
+
+def verdicts(pairs: Sequence[PairedRounds | tuple[Sequence[float], Sequence[float], bool]], *,
+             alpha: float = DEFAULT_ALPHA, min_effect: float = DEFAULT_MIN_EFFECT) -> list[ABVerdict]:
+    """One verdict per benchmark, decided together (module docstring)."""
+    items = [p if isinstance(p, PairedRounds) else PairedRounds(*p) for p in pairs]
+    effects = [item.min_effect if item.min_effect is not None else min_effect for item in items]
+    ds = [log_ratios(item.base, item.head, item.higher_is_better) for item in items]
+    fits = {i: _fit(d, item.noise_floor) for i, (d, item) in enumerate(zip(ds, items)) if len(d) >= MIN_ROUNDS}
+    q_values = dict(zip(fits, fdr.adjust([fit.p_value for fit in fits.values()])))
+    selected = [i for i in fits if q_values[i] < alpha]
+    # Benjamini–Yekutieli: intervals of the R selected at 1 - alpha R / m cover at FCR <= alpha.
+    change_confidence = 1 - alpha * max(len(selected), 1) / max(len(fits), 1)
     out: list[ABVerdict] = []
-    for i, (s, err) in enumerate(singles):
-        if err is not None:
-            out.append(ABVerdict(0.0, 0.0, 0.0, 1.0, 1.0, 0.0, math.inf, math.inf, int(s["rounds"]),
-                                 "inconclusive", err))
+    for i, (d, item, effect) in enumerate(zip(ds, items, effects)):
+        if i not in fits:
+            out.append(_undecided(len(d), effect, f"only {len(d)} paired round(s); need {MIN_ROUNDS}"))
             continue
-        change, q, threshold = _pct(s["mean"]), q_values[i], s["threshold_pct"]
-        low, high = s["ci_low"], s["ci_high"]
-        direction: Direction
-        # Sizes are compared as ratios: a 5x speedup (-80 %) is as large as a 5x slowdown (+400 %).
-        beyond = abs(s["mean"]) > math.log1p(threshold / 100.0)
-        within = max(abs(math.log1p(low / 100.0)), abs(math.log1p(high / 100.0))) <= math.log1p(threshold / 100.0)
-        if q < alpha and beyond:
-            direction = "regression" if change > 0 else "improvement"
-            reason = f"{change:+.2f}% [{low:+.2f}, {high:+.2f}] (q={q:.2g}), beyond ±{threshold:.2f}%"
-        elif q < alpha:
-            direction = "none"
-            reason = f"{change:+.2f}% is significant but within the ±{threshold:.2f}% threshold"
-        elif within:
-            direction = "none"
-            reason = f"no change beyond ±{threshold:.2f}% (interval [{low:+.2f}, {high:+.2f}])"
-        else:
-            direction = "inconclusive"
-            reason = (f"not significant (q={q:.2g}) but the interval [{low:+.2f}, {high:+.2f}] "
-                      f"reaches beyond ±{threshold:.2f}%")
-        out.append(ABVerdict(change, low, high, s["p_value"], q, s["noise_pct"], threshold,
-                             s["mde_pct"], int(s["rounds"]), direction, reason))
+        out.append(_decide(fits[i], d, item.noise_floor, q_values[i], i in selected, effect, alpha,
+                           change_confidence))
     return out
 
 
-def overall(verdict_list: Sequence[ABVerdict]) -> Literal["regression", "improvement", "no-change", "inconclusive"]:
+def _decide(fit: _Fit, d: np.ndarray, noise_floor: float, q: float, selected: bool, min_effect: float,
+            alpha: float, change_confidence: float) -> ABVerdict:
+    bound = math.log1p(min_effect)
+    sign = 1.0 if fit.mean >= 0 else -1.0
+    common = dict(p_value=fit.p_value, q_value=q, noise_pct=_pct(fit.sd / math.sqrt(2)),
+                  threshold_pct=min_effect * 100, mde_pct=detectable(fit, min_effect, alpha) * 100,
+                  rounds=fit.n)
+    if selected and abs(fit.mean) > bound:
+        low, high = fit.interval(change_confidence)
+        rest = _fit(_without_extreme(d, sign), noise_floor) if fit.n > MIN_ROUNDS else None
+        held = rest is not None and sign * rest.interval(change_confidence)[0 if sign > 0 else 1] > 0
+        if held:
+            direction: Direction = "regression" if sign > 0 else "improvement"
+            reason = (f"{_pct(fit.mean):+.1f}% [{_pct(low):+.1f}, {_pct(high):+.1f}] at "
+                      f"{change_confidence:.2%} confidence, beyond the ±{min_effect:.0%} that counts")
+            return ABVerdict(_pct(fit.mean), _pct(low), _pct(high), direction=direction, reason=reason,
+                             confidence=change_confidence, **common)  # type: ignore[arg-type]
+        one_more = max(fit.n + 1, MIN_ROUNDS + 1)
+        reason = (f"{_pct(fit.mean):+.1f}% [{_pct(low):+.1f}, {_pct(high):+.1f}] rests on one round: "
+                  "without its most extreme round it is not significant; more rounds will tell")
+        return ABVerdict(_pct(fit.mean), _pct(low), _pct(high), direction="inconclusive", reason=reason,
+                         confidence=change_confidence, rounds_needed=one_more, **common)  # type: ignore[arg-type]
+    confidence = 1 - alpha
+    low, high = fit.interval(confidence)
+    if -bound <= low and high <= bound:
+        reason = f"no change that counts: [{_pct(low):+.1f}, {_pct(high):+.1f}] lies within ±{min_effect:.0%}"
+        return ABVerdict(_pct(fit.mean), _pct(low), _pct(high), direction="none", reason=reason,
+                         confidence=confidence, **common)  # type: ignore[arg-type]
+    needed = rounds_to_settle(fit, min_effect, alpha)
+    if needed is None:
+        settle = (f"at this noise (±{common['noise_pct']:.1f}% per process) not even {ROUNDS_CAP} rounds would "
+                  f"settle ±{min_effect:.0%}: it cannot be judged at that size here; longer runs, a larger "
+                  "shape or a quieter runner would help")
+    else:
+        settle = f"about {needed} rounds at this noise would settle it"
+    if selected:
+        reason = (f"{_pct(fit.mean):+.1f}% is significant but within ±{min_effect:.0%}, and the interval "
+                  f"[{_pct(low):+.1f}, {_pct(high):+.1f}] reaches beyond it; {settle}")
+    else:
+        reason = f"the interval [{_pct(low):+.1f}, {_pct(high):+.1f}] reaches beyond ±{min_effect:.0%}; {settle}"
+    return ABVerdict(_pct(fit.mean), _pct(low), _pct(high), direction="inconclusive", reason=reason,
+                     confidence=confidence, rounds_needed=needed, **common)  # type: ignore[arg-type]
+
+
+def overall(verdict_list: Sequence[ABVerdict]) -> Overall:
     """One word for a whole comparison: any regression wins, then inconclusive, then improvement."""
     directions = {v.direction for v in verdict_list}
     if "regression" in directions:
@@ -149,5 +270,8 @@ def overall(verdict_list: Sequence[ABVerdict]) -> Literal["regression", "improve
     return "no-change"
 
 
-def needs_more_rounds(verdict_list: Sequence[ABVerdict]) -> bool:
-    return any(v.direction == "inconclusive" for v in verdict_list)
+def needs_more_rounds(verdict_list: Sequence[ABVerdict], cap: int | None = None) -> bool:
+    """Some benchmark is undecided and more rounds — no more than ``cap`` in all — could decide it."""
+    return any(v.direction == "inconclusive" and v.rounds_needed is not None
+               and (cap is None or v.rounds_needed <= cap) for v in verdict_list)
+

@@ -108,15 +108,19 @@ STYLE = {"regression": "red", "improvement": "green", "inconclusive": "yellow", 
 
 
 def render(console: Console, data: dict[str, Any]) -> None:
-    table = Table("benchmark", "base", "head", "Δ %", "95 % interval", "q", "threshold", "verdict")
+    table = Table("benchmark", "base", "head", "Δ %", "interval", "noise", "counts from", "verdict")
     for row in data["benchmarks"]:
         style = STYLE.get(row["direction"], "")
         table.add_row(  # parametrized names ("test_matmul[naive]") are text, not Rich markup
             escape(row["benchmark"]), _fmt(row["base_median"], ".4g"), _fmt(row["head_median"], ".4g"),
             _fmt(row["change_pct"], "+.2f"), f"[{_fmt(row['ci_low'], '+.1f')}, {_fmt(row['ci_high'], '+.1f')}]",
-            _fmt(row["q_value"], ".2g"), "±" + _fmt(row["threshold_pct"], ".1f"), f"[{style}]{row['direction']}[/]",
+            "±" + _fmt(row.get("noise_pct"), ".1f") + "%", "±" + _fmt(row["threshold_pct"], ".1f") + "%",
+            f"[{style}]{row['direction']}[/]",
         )
     console.print(table)
+    for row in data["benchmarks"]:
+        if row["direction"] == "inconclusive":
+            console.print(f"[yellow]inconclusive[/] {escape(row['benchmark'])}: {escape(str(row.get('reason', '')))}")
     for failure in data["new_failures"]:
         first_line = (failure["message"].strip().splitlines() or [""])[0]
         console.print(f"[bold red]new failure[/] {escape(failure['suite'])}::{escape(failure['test_id'])}: "
@@ -126,5 +130,8 @@ def render(console: Console, data: dict[str, Any]) -> None:
     if data.get("suites_source"):
         console.print(f"[dim]suites: {escape(data['suites_source'])}[/]")
     mde = _fmt(data["mde_pct"], ".1f")
-    console.print(f"verdict: [bold]{data['verdict']}[/] after {data['rounds']} round(s)"
+    spent = data.get("spent_s")
+    budget = data.get("budget_s")
+    used = f" in {spent:.0f} s" + (f" of a {budget:.0f} s budget" if budget else "") if spent is not None else ""
+    console.print(f"verdict: [bold]{data['verdict']}[/] after {data['rounds']} round(s){used}"
                   + (f"; smallest detectable change ±{mde}%" if mde else ""))

@@ -285,6 +285,38 @@ def compare(
     raise typer.Exit(code)
 
 
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def verdict(
+    ctx: typer.Context,
+    min_effect: Annotated[str, typer.Option("--min-effect", help="the smallest change that counts, e.g. 2%")] = "2%",
+    format_: Annotated[str, typer.Option("--format", help="table | json")] = "table",
+    results_format: Annotated[str, typer.Option(
+        "--results-format", help="auto | pytest-benchmark | google-benchmark | nvbench | asv")] = "auto",
+) -> None:
+    """The A/B verdict on result files you already have: --base B1 B2 … --head H1 H2 …
+
+    File i of each side is round i (one fresh process each), paired in the order given; the
+    decision is the service's own. Exit status: 0 no regression, 1 regression, 3 inconclusive,
+    2 bad input.
+    """
+    from roofwatch.service.cli.compare import render
+    from roofwatch.service.cli.verdict import EXIT, decide, split_sides
+    from roofwatch.service.core.errors import RoofwatchError
+
+    if format_ not in ("table", "json"):
+        _fail(f"unknown --format {format_!r}: table or json")
+    try:
+        base, head = split_sides(list(ctx.args))
+        data = decide(base, head, min_effect, results_format)
+    except RoofwatchError as exc:
+        _fail(str(exc))
+    if format_ == "json":
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    else:
+        render(console, data)
+    raise typer.Exit(EXIT[data["verdict"]])
+
+
 @app.command()
 def changepoints(
     csv_file: Annotated[str, typer.Option("--csv", help="columns: commit, then one number per benchmark")],

@@ -40,6 +40,10 @@ class Settings(WorkerSettings):
     # Interleaved A/B: rounds before a verdict may be given, and the cap for inconclusive ones.
     ab_min_rounds: int = 3
     ab_max_rounds: int = 10
+    # Wall time for one comparison's rounds (seconds; 0: only the round cap), and what an
+    # undecided comparison reports on GitHub: never success (see docs/analysis.md).
+    ab_budget_s: float = 1800.0
+    inconclusive: Literal["neutral", "failure"] = "neutral"
     # GitHub. Pushes to the default branch are always measured; these extra branch patterns
     # (fnmatch, comma-separated in the environment: "release/*,perf-*") are measured too.
     push_branches: Annotated[list[str], NoDecode] = []

@@ -315,9 +315,9 @@ def _significant(view: _View, budget: int) -> str:
         return f"No significant change in {_count(len(view.rows), 'benchmark')}." if view.failures else ""
     heading = "#### Significant changes\n\n"
     legend = ("\n\nBase and head are medians; Δ is the paired change over the interleaved rounds, + is slower "
-              "(or less throughput). Listed only when significant after false-discovery control across all "
-              "benchmarks *and* beyond the benchmark's own noise threshold.")
-    header = ("benchmark", "base", "head", "Δ", "95 % interval", "% of roofline")
+              "(or less throughput). Listed when significant — the interval, adjusted for the number of "
+              "benchmarks, excludes zero — *and* larger than the change that counts (min_effect).")
+    header = ("benchmark", "base", "head", "Δ", "interval", "% of roofline")
     cells = [[_code(view.label(r), cell=True), _value(r, "base_median"), _value(r, "head_median"),
               f"**{_pct(r.get('change_pct'))}**", _interval(r), _roofline(r)] for r in rows]
     table = _table(header, "l", cells, budget - len(heading) - len(legend))
@@ -327,10 +327,10 @@ def _significant(view: _View, budget: int) -> str:
 def _inconclusive(view: _View, budget: int) -> str:
     if not view.unsure:
         return ""
-    lines = [f"#### Inconclusive ({len(view.unsure)})\n\n"
-             "roofwatch keeps adding interleaved rounds, up to its cap, while a benchmark is undecided; after "
-             f"{_count(view.rounds, 'round')} these still could not be called. Quieter benchmarks (longer runs, "
-             "pinned clocks) or a re-run settle them.\n"]
+    lines = [f"#### Inconclusive ({len(view.unsure)}): not a green check\n\n"
+             "roofwatch adds interleaved rounds while a benchmark is undecided, up to its round cap and time "
+             f"budget{_spent(view.report)}; after {_count(view.rounds, 'round')} these could neither be called a "
+             "change nor shown to lie within the change that counts. What would settle each:\n"]
     for index, row in enumerate(view.unsure):
         line = f"- {_code(view.label(row))}: {_why_unsure(row)}"
         if _size(lines, "\n") + len(line) + 1 + MORE_RESERVE > budget:
@@ -341,10 +341,15 @@ def _inconclusive(view: _View, budget: int) -> str:
 
 
 def _why_unsure(row: dict[str, Any]) -> str:
-    if not _finite(row.get("threshold_pct")):
-        return _one_line(str(row.get("reason") or f"fewer than {MIN_ROUNDS} paired rounds"))
-    return (f"{_pct(row.get('change_pct'))}, not significant, but its 95 % interval {_interval(row)} reaches "
-            f"beyond the ±{row['threshold_pct']:.1f} % threshold (noise {_plain_pct(row.get('noise_pct'))})")
+    reason = _one_line(str(row.get("reason") or f"fewer than {MIN_ROUNDS} paired rounds"))
+    return f"{reason} (noise {_plain_pct(row.get('noise_pct'))} per process)"
+
+
+def _spent(report: dict[str, Any]) -> str:
+    spent, budget = report.get("spent_s"), report.get("budget_s")
+    if _finite(spent) and _finite(budget):
+        return f" ({spent:.0f} s of {budget:.0f} s spent)"
+    return f" ({spent:.0f} s spent)" if _finite(spent) else ""
 
 
 def uploaded_notice(view: _View) -> str:
@@ -371,7 +376,7 @@ def _details(view: _View, budget: int) -> str:
         return ""
     opening = f"<details><summary>All {_count(len(view.rows), 'benchmark')}</summary>\n\n"
     closing = "\n\n</details>"
-    header = ("benchmark", "base", "head", "Δ", "95 % interval", "noise", "threshold", "% of roofline", "verdict")
+    header = ("benchmark", "base", "head", "Δ", "interval", "noise", "counts from", "% of roofline", "verdict")
     cells = [[_code(view.label(r), cell=True), _value(r, "base_median"), _value(r, "head_median"), _delta(r),
               _interval(r), _plain_pct(r.get("noise_pct")), _threshold(r), _roofline(r), _verdict(r)]
              for r in view.rows]

@@ -25,9 +25,18 @@ DESCRIPTION_LIMIT = 140  # GitHub refuses longer commit-status descriptions
 
 _STATUS_OF_PHASE = {"queued": "pending", "waiting": "pending", "running": "pending", "cancelled": "error"}
 _CHECK_OF_PHASE = {"queued": "queued", "waiting": "queued", "running": "in_progress", "cancelled": "completed"}
-# Commit statuses know no "neutral": an inconclusive verdict must not block a merge, so it is
-# a success whose description says inconclusive.
-_STATUS_OF_CONCLUSION = {"success": "success", "failure": "failure", "neutral": "success"}
+# An undecided comparison is never green (DESIGN §6): ``ROOFWATCH_INCONCLUSIVE`` makes it a
+# neutral check run (grey; note that branch protection lets a neutral required check pass) or a
+# failure. Commit statuses know no "neutral": there it stays ``pending``, which a required
+# status never passes, and its description says what would settle it.
+_STATUS_OF_CONCLUSION = {"success": "success", "failure": "failure", "neutral": "pending"}
+
+
+def conclusion_of(summary: Summary) -> str:
+    """The check-run conclusion GitHub gets for ``summary``, after the inconclusive policy."""
+    if summary.conclusion == "neutral" and get_settings().inconclusive == "failure":
+        return "failure"
+    return summary.conclusion
 
 
 def _short(text: str) -> str:
@@ -60,10 +69,10 @@ def show_summary(session: Session, repository: Repository, sha: str, summary: Su
     if settings.github_mode == "app":
         return _ids(outbox.publish(session, repository, "check_run", sha, {
             "name": settings.status_context, "head_sha": sha, "status": "completed",
-            "conclusion": summary.conclusion, "details_url": target_url,
+            "conclusion": conclusion_of(summary), "details_url": target_url,
             "output": {"title": _short(summary.title), "summary": details or summary.title}}))
     return _ids(outbox.publish(session, repository, "status", sha, {
-        "state": _STATUS_OF_CONCLUSION[summary.conclusion], "description": _short(summary.title),
+        "state": _STATUS_OF_CONCLUSION[conclusion_of(summary)], "description": _short(summary.title),
         "target_url": target_url, "context": settings.status_context}))
 
 

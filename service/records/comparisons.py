@@ -16,12 +16,13 @@ from sqlmodel import Session, select
 
 from roofwatch.roofline import RooflineError
 from roofwatch.service.analysis import abtest, correctness
+from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.models import Benchmark, Commit, Comparison, ComparisonResult, Device, Repository, utcnow
 from roofwatch.service.records import compiled_artifacts
 from roofwatch.service.records.ingest import IngestError, upsert_benchmark, upsert_device
 from roofwatch.service.records.roofline import fraction_of_roofline, peaks_for
 from roofwatch.service.records.suite_configs import job_fields
-from roofwatch.workers.ab import ABJob, paired_rounds
+from roofwatch.workers.ab import ABJob, paired_rounds, round_verdicts
 from roofwatch.workers.envelope import ENVELOPE_VERSION, ABEnvelope, MeasurementRecord, RoundRecord
 from roofwatch.workers.redaction import redact_json
 
@@ -40,9 +41,16 @@ def create_comparison(session: Session, repository: Repository, base: Commit, he
 
 
 def ab_job_for(comparison: Comparison, repository: Repository, base: Commit, head: Commit, data_dir: str,
-               suite_timeout_s: float, output_limit: int, max_rounds: int, min_rounds: int = 3) -> ABJob:
-    """The worker's A/B job, carrying the repository's stored suites as a run's job does."""
+               suite_timeout_s: float, output_limit: int, max_rounds: int, min_rounds: int = 3,
+               budget_s: float | None = None) -> ABJob:
+    """The worker's A/B job, carrying the repository's stored suites as a run's job does.
+
+    ``budget_s`` (default ``ROOFWATCH_AB_BUDGET_S``) bounds the wall time of the rounds.
+    """
+    if budget_s is None:
+        budget_s = get_settings().ab_budget_s
     return ABJob(
+        budget_s=budget_s or None,
         run_id=comparison.run_id,
         comparison_id=comparison.id, idempotency_key=comparison.idempotency_key,  # type: ignore[arg-type]
         repository=repository.full_name, clone_url=repository.clone_url, base_sha=base.sha,
@@ -76,10 +84,13 @@ def ingest_ab(session: Session, envelope: ABEnvelope) -> Comparison:
     comparison.error = envelope.reason
 
     new_failures, fixed = _correctness(envelope.rounds)
-    verdicts = _store_results(session, comparison, repository, device, envelope.rounds)
+    verdicts = _store_results(session, comparison, repository, device, envelope)
+    spent = (envelope.finished_at - envelope.started_at).total_seconds()
     comparison.details = {
         **comparison.details, "new_failures": new_failures, "fixed": fixed,
         "mde_pct": max((r.mde_pct for r in verdicts if r.mde_pct is not None), default=None),
+        "min_effect_pct": 100 * envelope.min_effect, "budget_s": envelope.budget_s, "spent_s": spent,
+        "stop_reason": envelope.stop_reason,
         "compiled": compiled_artifacts.ab_summary(envelope.rounds),
         "suites_source": envelope.suites_source,
     }
@@ -113,7 +124,8 @@ def _correctness(rounds: list[RoundRecord]) -> tuple[list[dict[str, str]], list[
 
 
 def _store_results(session: Session, comparison: Comparison, repository: Repository, device: Device,
-                   rounds: list[RoundRecord]) -> list[ComparisonResult]:
+                   envelope: ABEnvelope) -> list[ComparisonResult]:
+    rounds = envelope.rounds
     records: dict[str, tuple[str, MeasurementRecord]] = {}
     for record in rounds:
         for suite in record.suites:
@@ -124,13 +136,15 @@ def _store_results(session: Session, comparison: Comparison, repository: Reposit
     benchmarks: dict[str, Benchmark] = {
         key: upsert_benchmark(session, repository, records[key][0], device, records[key][1]) for key in keys
     }
-    found = abtest.verdicts([(pairs[k][0], pairs[k][1], benchmarks[k].higher_is_better) for k in keys])
+    decided = round_verdicts(rounds, envelope.min_effect, envelope.min_effects,
+                             {k: benchmarks[k].higher_is_better for k in keys})
     rows: list[ComparisonResult] = []
-    for key, verdict in zip(keys, found):
+    for key in keys:
+        verdict = decided[key]
         base_values, head_values = pairs[key]
         benchmark = benchmarks[key]
         base_median, head_median = statistics.median(base_values), statistics.median(head_values)
-        fields = {k: v for k, v in asdict(verdict).items() if k not in ("rounds",)}
+        fields = {k: v for k, v in asdict(verdict).items() if k not in ("rounds", "confidence", "rounds_needed")}
         for name in ("threshold_pct", "mde_pct"):
             if fields[name] == float("inf"):
                 fields[name] = None  # too few rounds: there was no threshold
@@ -198,4 +212,7 @@ def comparison_report(session: Session, comparison_id: int) -> dict[str, Any]:
         "fixed": comparison.details.get("fixed", []), "benchmarks": rows,
         "compiled": comparison.details.get("compiled", {}),
         "suites_source": comparison.details.get("suites_source", ""),
+        "min_effect_pct": comparison.details.get("min_effect_pct"),
+        "budget_s": comparison.details.get("budget_s"), "spent_s": comparison.details.get("spent_s"),
+        "stop_reason": comparison.details.get("stop_reason", ""),
     }

@@ -1,0 +1,89 @@
+"""``roofwatch verdict``: the A/B decision on result files a team already has.
+
+``--base B1.json B2.json … --head H1.json H2.json …``: file i of each side is round i (one
+process each), paired in the order given. The files go through the readers ``upload`` uses
+(pytest-benchmark, Google Benchmark, nvbench, asv), are laid out as the rounds of an A/B
+envelope, and are decided by ``roofwatch.workers.ab.round_verdicts`` — the very function the
+service applies to a worker's rounds — so a verdict here is the verdict a pull request gets.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from pathlib import Path
+from typing import Any
+
+from roofwatch.service.analysis import abtest
+from roofwatch.service.core.errors import RoofwatchError
+from roofwatch.service.records.upload_formats import read_results
+from roofwatch.workers.ab import paired_rounds, round_verdicts
+from roofwatch.workers.envelope import RoundRecord, SuiteResult
+from roofwatch.workers.min_effect import parse_min_effect
+
+EXIT = {"no-change": 0, "improvement": 0, "regression": 1, "inconclusive": 3}
+SUITE = "results"
+
+
+class VerdictInputError(RoofwatchError):
+    """The files or options given to ``roofwatch verdict`` cannot be compared."""
+
+
+def split_sides(args: list[str]) -> tuple[list[Path], list[Path]]:
+    """``--base`` and ``--head`` file lists from the words after the command's own options."""
+    sides: dict[str, list[Path]] = {"--base": [], "--head": []}
+    current: list[Path] | None = None
+    for word in args:
+        if word in sides:
+            current = sides[word]
+        elif word.startswith("-"):
+            raise VerdictInputError(f"unknown option {word!r}")
+        elif current is None:
+            raise VerdictInputError(f"{word!r} comes before --base or --head")
+        else:
+            current.append(Path(word))
+    base, head = sides["--base"], sides["--head"]
+    if not base or not head:
+        raise VerdictInputError("give result files of both sides: --base B1 B2 … --head H1 H2 …")
+    if len(base) != len(head):
+        raise VerdictInputError(f"rounds are paired in order: {len(base)} base file(s) but {len(head)} head file(s)")
+    return base, head
+
+
+def rounds_of(base: list[Path], head: list[Path], fmt: str = "auto") -> list[RoundRecord]:
+    rounds: list[RoundRecord] = []
+    for index, (b, h) in enumerate(zip(base, head)):
+        for side, path in (("base", b), ("head", h)):
+            parsed = read_results(path, fmt)  # UploadFormatError names the file and what is wrong
+            suite = SuiteResult(name=SUITE, kind="benchmark", status="passed", measurements=parsed.measurements)
+            rounds.append(RoundRecord(side=side, index=index, suites=[suite]))  # type: ignore[arg-type]
+    return rounds
+
+
+def decide(base: list[Path], head: list[Path], min_effect: str = "2%", fmt: str = "auto") -> dict[str, Any]:
+    """A report shaped like ``roofwatch compare --format json``'s, for these files."""
+    try:
+        effect = parse_min_effect(min_effect)
+    except ValueError as exc:
+        raise VerdictInputError(str(exc)) from exc
+    rounds = rounds_of(base, head, fmt)
+    decided = round_verdicts(rounds, effect, {})
+    if not decided:
+        raise VerdictInputError("no benchmark appears on both sides of every round")
+    pairs = paired_rounds(rounds)
+    rows = [_row(key, verdict, pairs[key]) for key, verdict in decided.items()]
+    verdicts = list(decided.values())
+    mdes = [v.mde_pct for v in verdicts if math.isfinite(v.mde_pct)]
+    return {"verdict": abtest.overall(verdicts), "rounds": len(base), "min_effect_pct": 100 * effect,
+            "mde_pct": max(mdes) if mdes else None, "benchmarks": rows, "new_failures": [], "error": "",
+            "suites_source": ""}
+
+
+def _row(key: str, v: abtest.ABVerdict, values: tuple[list[float], list[float]]) -> dict[str, Any]:
+    return {"benchmark": key.split("::", 1)[1], "suite": SUITE, "change_pct": v.change_pct,
+            "ci_low": v.ci_low, "ci_high": v.ci_high, "confidence": v.confidence, "p_value": v.p_value,
+            "q_value": v.q_value, "noise_pct": v.noise_pct, "threshold_pct": v.threshold_pct,
+            "mde_pct": v.mde_pct if math.isfinite(v.mde_pct) else None, "direction": v.direction,
+            "reason": v.reason, "rounds": v.rounds, "rounds_needed": v.rounds_needed,
+            "base_median": statistics.median(values[0]), "head_median": statistics.median(values[1]),
+            "unit": "s", "higher_is_better": False}
