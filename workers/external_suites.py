@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +23,8 @@ from roofwatch.workers import checkout
 from roofwatch.workers.envelope import SuiteResult
 from roofwatch.workers.errors import SuiteConfigError, UnknownRevision
 from roofwatch.workers.redaction import redact
-from roofwatch.workers.suite_config import SuiteSpec, load_suites, roofwatch_table, suites_in
+from roofwatch.workers.suite_config import SuiteSpec, load_suites, parse_toml, roofwatch_table, suites_in
+from roofwatch.workers.tree_files import relative_parts
 
 # The keys of [tool.roofwatch] a suites file may set.
 ROOFWATCH_KEYS = ("override", "suites")
@@ -38,10 +38,7 @@ class StoredSuites:
 
 def parse_suites_file(text: str) -> StoredSuites:
     """A stored config's suites and its ``override`` flag; ``SuiteConfigError`` says what is wrong."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise SuiteConfigError(f"the suites file is not valid TOML: {exc}") from exc
+    data = parse_toml(text, "the suites file")
     # Only [tool.roofwatch] is read, as in a pyproject.toml (whose other tables may be there
     # too). roofwatch's own keys outside it (`override = true` at the top of the file) would be
     # ignored without a word, and the commit's suites would quietly win over the forced ones.
@@ -102,6 +99,28 @@ def noted(result: SuiteResult, note: str) -> SuiteResult:
     return result.model_copy(update={"reason": f"{result.reason}; {note}" if result.reason else note})
 
 
+def clear_path(tree: Path, path: str) -> None:
+    """Remove what the commit has at ``path`` (files the suite deleted since must not linger).
+
+    The commit owns the tree: any folder on the way may be a link out of it. A link is removed
+    itself, never followed, and so is a file where REF has a folder; git then lays REF's files.
+    """
+    here = tree
+    parts = relative_parts(path)
+    for part in parts[:-1]:
+        here = here / part
+        if here.is_symlink() or (here.exists() and not here.is_dir()):
+            here.unlink()
+            return
+        if not here.exists():
+            return
+    target = here / parts[-1]
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        target.unlink()
+    elif target.is_dir():
+        shutil.rmtree(target)  # rmtree removes links inside, never what they point at
+
+
 def lay_over(mirror: Path, tree: Path, spec: SuiteSpec, suites_from: str = "") -> tuple[SuiteSpec, str]:
     """Apply ``spec``'s backfill to ``tree``; the spec to run (renamed by content) and a note for the record.
 
@@ -135,11 +154,7 @@ def lay_over(mirror: Path, tree: Path, spec: SuiteSpec, suites_from: str = "") -
             content.update(f"{path}\0{checkout.git('rev-parse', f'{sha}:{path}', cwd=source).strip()}\n".encode())
         except checkout.CheckoutError as exc:
             raise SuiteConfigError(f"suite {spec.name!r}: {raw!r} does not exist at {ref} ({sha[:12]})") from exc
-        target = tree / path
-        if target.is_dir():
-            shutil.rmtree(target)  # files the suite deleted since must not linger
-        elif target.exists():
-            target.unlink()
+        clear_path(tree, path)
         if source == mirror:
             checkout.git("checkout", sha, "--", path, cwd=tree)
         else:

@@ -12,6 +12,9 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from roofwatch.workers.compiled.targets import DEFAULT_TARGETS, UnknownTarget, parse_targets
 from roofwatch.workers.errors import SuiteConfigError
 from roofwatch.workers.suite_env import check_env
+from roofwatch.workers.tree_files import UnsafePath, read_in, relative_parts
+
+PYPROJECT_LIMIT = 1024 * 1024
 
 
 class SuiteSpec(BaseModel):
@@ -41,6 +44,17 @@ class SuiteSpec(BaseModel):
         except UnknownTarget as exc:
             raise ValueError(str(exc)) from exc
 
+    @field_validator("setup_inputs", "suite_paths")
+    @classmethod
+    def _inside_repository(cls, value: list[str]) -> list[str]:
+        # Refused when a config is stored, not only when a run reads the files.
+        for path in value:
+            try:
+                relative_parts(path)
+            except UnsafePath as exc:
+                raise ValueError(str(exc)) from exc
+        return value
+
     @field_validator("env")
     @classmethod
     def _safe_env(cls, value: dict[str, str]) -> dict[str, str]:
@@ -60,14 +74,23 @@ class SuiteSpec(BaseModel):
 
 def load_suites(worktree: Path) -> list[SuiteSpec] | None:
     """The suites a commit declares, or ``None`` when it declares none (recorded as skipped)."""
-    pyproject = worktree / "pyproject.toml"
-    if not pyproject.is_file():
-        return None
     try:
-        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        text = read_in(worktree, "pyproject.toml", PYPROJECT_LIMIT)
+    except UnsafePath as exc:
+        raise SuiteConfigError(f"pyproject.toml: {exc}") from exc
+    if text is None:
+        return None
+    return suites_in(parse_toml(text, "pyproject.toml"))
+
+
+def parse_toml(text: bytes | str, what: str) -> dict[str, object]:
+    """A TOML document from outside; malformed, non-UTF-8 or absurdly nested text is a ``SuiteConfigError``."""
+    try:
+        return tomllib.loads(text.decode("utf-8") if isinstance(text, bytes) else text)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise SuiteConfigError(f"pyproject.toml is not valid TOML: {exc}") from exc
-    return suites_in(data)
+        raise SuiteConfigError(f"{what} is not valid TOML: {exc}") from exc
+    except RecursionError as exc:
+        raise SuiteConfigError(f"{what} is nested too deeply to read") from exc
 
 
 def roofwatch_table(data: dict[str, object]) -> dict[str, object] | None:
