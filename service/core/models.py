@@ -41,6 +41,20 @@ class Repository(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
 
 
+class UploadToken(SQLModel, table=True):
+    """A repository's upload token: it may store results for that repository and do nothing else.
+
+    Only a SHA-256 of the token is kept; the token itself is shown once, when it is made.
+    """
+
+    id: int | None = Field(default=None, primary_key=True)
+    repository_id: int = Field(foreign_key="repository.id", index=True)
+    token_sha256: str = Field(unique=True, index=True, max_length=64)
+    label: str = ""
+    created_at: datetime = Field(default_factory=utcnow)
+    revoked_at: datetime | None = None
+
+
 class PullRequestHead(SQLModel, table=True):
     """A head SHA a pull request had, and when roofwatch heard of it: what an approval refers to."""
 
