@@ -5,6 +5,10 @@ in a dependency comes too late: 160 MB sent to ``PATCH /api/changes/1`` without 
 parsed (13 s, 1.3 GB) before the 401. This middleware answers 401/403 from the headers alone,
 413 from ``Content-Length``, and counts a streamed body as it arrives (413 past the route's
 limit), so at most one limit's worth is ever held. The route still checks what the token may do.
+
+Every request, read or write, whose path or query holds a NUL (``%00``) gets 422, shaped as
+FastAPI's validation errors are: no parameter needs one, and PostgreSQL refuses it in any text
+it is compared with.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ def _bearer(headers: Headers) -> str | None:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
-async def _answer(send: Send, status: int, detail: str, extra: dict[str, str] | None = None) -> None:
+async def _answer(send: Send, status: int, detail: object, extra: dict[str, str] | None = None) -> None:
     body = json.dumps({"detail": detail}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                (b"connection", b"close")]
@@ -52,6 +56,10 @@ class AuthenticatedFirst:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and _holds_nul(scope):
+            await _answer(send, 422, [{"loc": ["query" if b"%00" in scope.get("query_string", b"") else "path"],
+                                       "msg": "a NUL character is not allowed in a URL", "type": "value_error"}])
+            return
         if scope["type"] != "http" or scope["method"] not in WRITE_METHODS or not scope["path"].startswith("/api/"):
             await self.app(scope, receive, send)
             return
@@ -80,6 +88,11 @@ class AuthenticatedFirst:
             if not message.get("more_body", False):
                 break
         await self.app(scope, _replay(bytes(body), receive), send)
+
+
+def _holds_nul(scope: Scope) -> bool:
+    return "\x00" in scope["path"] or b"%00" in scope.get("query_string", b"") or \
+        b"\x00" in scope.get("query_string", b"")
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

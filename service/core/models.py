@@ -26,6 +26,11 @@ TRIAGE_STATES: tuple[str, ...] = get_args(TriageState)
 TRUST_POLICIES = ("maintainers-only", "everyone")
 
 
+# Primary keys are INTEGER columns: 32-bit on PostgreSQL. A larger id in a URL is a bad request
+# (422), not a database error.
+ROW_ID_MAX = 2**31 - 1
+
+
 class Repository(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     full_name: str = Field(unique=True, index=True)
