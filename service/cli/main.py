@@ -220,13 +220,28 @@ def worker(
     loglevel: Annotated[str, typer.Option("--loglevel")] = "info",
 ) -> None:
     """A Celery worker: this machine's device queue plus `cpu` and `ingest` by default."""
+    from pydantic import ValidationError
+
+    from roofwatch.workers.settings import get_worker_settings
+
+    # A GPU worker reads only its own settings: it must start without the service's credentials.
+    # Checked before the Celery app (which reads them too) is imported.
+    try:
+        settings = get_worker_settings()
+    except ValidationError as exc:
+        _fail("; ".join(str(error["msg"]).removeprefix("Value error, ") for error in exc.errors()))
     from roofwatch.workers.logs import install_celery_logging
     from roofwatch.workers.worker import plan, start_worker
 
-    if get_settings().embedded:
+    if settings.embedded:
         _fail("a worker needs ROOFWATCH_BROKER_URL (without a broker, `roofwatch run` executes in-process)")
-    install_celery_logging(get_settings().log_format, loglevel)
+    install_celery_logging(settings.log_format, loglevel)
     chosen = plan(gpu, queues, name)
+    if not chosen.gpu_only:
+        get_settings()  # ingest and cpu work use the database: the service's checks apply
+    if settings.sandbox == "unconfined":
+        err.print("[bold yellow]warning:[/] ROOFWATCH_SANDBOX=unconfined: suites run without the sandbox and see "
+                  "this host's files, processes and network; only for a single trusted user's own code")
     console.print(f"worker [bold]{chosen.node}[/] for [bold]{chosen.device_class}[/] on queues {','.join(chosen.queues)}")
     start_worker(chosen, loglevel)
 
