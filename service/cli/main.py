@@ -14,7 +14,7 @@ from rich.table import Table
 
 from roofwatch.service.cli import suites as suites_command
 from roofwatch.service.cli import upload as upload_command
-from roofwatch.service.cli.consoles import make_console
+from roofwatch.service.cli.consoles import inert, make_console
 from roofwatch.service.cli.database import prepare_database
 from roofwatch.service.core.config import get_settings
 from roofwatch.workers.redaction import redact
@@ -35,7 +35,7 @@ err = make_console(stderr=True)
 
 def _fail(message: str, code: int = 2) -> None:
     # The message may quote a commit, a suite or a URL: never markup, never a credential.
-    err.print(f"[bold red]error:[/] {escape(redact(message))}")
+    err.print(f"[bold red]error:[/] {inert(redact(message))}")
     raise typer.Exit(code)
 
 
@@ -309,7 +309,8 @@ def regressions(
         pct = "" if row["change_pct"] is None else f"{row['change_pct']:+.1f}"
         interval = "" if row["ci_low"] is None else f"[{row['ci_low']:+.1f}, {row['ci_high']:+.1f}]"
         p = "" if row["p_value"] is None else f"{row['p_value']:.2g}"
-        table.add_row(escape(row["benchmark"]), row["suite"], row["kind"], commit, pct, interval, p, row["state"])
+        table.add_row(inert(row["benchmark"]), inert(row["suite"]), inert(row["kind"]), inert(commit), pct, interval, p,
+                      inert(row["state"]))
     console.print(table if rows else "no changes detected")
 
 
@@ -390,7 +391,7 @@ def changepoints(
     table = Table("series", "index", "commit", "before", "after", "Δ %", "p")
     for name, points in found.items():
         for cp in points:
-            table.add_row(name, str(cp["index"]), str(cp["commit"])[:12], f"{cp['before']:.4g}",
+            table.add_row(inert(name), str(cp["index"]), inert(str(cp["commit"])[:12]), f"{cp['before']:.4g}",
                           f"{cp['after']:.4g}", f"{cp['change_pct']:+.2f}", f"{cp['p_value']:.2g}")
     console.print(table if table.row_count else "no change points")
 
