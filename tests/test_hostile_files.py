@@ -156,3 +156,55 @@ def test_a_commits_setup_never_reaches_another_commits_suites(tmp_path: Path) ->
                            "JOIN \"commit\" c ON r.commit_id = c.id")
     hijacked = {sha: "42424242" in str(out) for sha, out in rows}
     assert hijacked == {planted: True, plain: False, other: False}, output
+
+
+def test_a_stored_suite_cannot_take_its_files_from_another_repositorys_mirror(tmp_path: Path) -> None:
+    from roofwatch.workers.errors import SuiteConfigError
+    from roofwatch.workers.external_suites import lay_over
+    from roofwatch.workers.suite_config import SuiteSpec
+
+    mirrors = tmp_path / "data" / "mirrors"
+    other = mirrors / "private-0123456789ab.git"
+    other.mkdir(parents=True)
+    spec = SuiteSpec(name="steal", kind="correctness", command="cat secret", suites_repo=str(other),
+                     suite_paths=["secret"])
+    with pytest.raises(SuiteConfigError, match="inside this worker's data dir"):
+        lay_over(mirrors / "own-0123456789ab.git", tmp_path / "tree", spec)
+
+
+@pytest.mark.redis
+@pytest.mark.postgres
+def test_bad_files_lose_nothing_through_a_worker_on_redis_and_postgres(tmp_path: Path) -> None:
+    """The same hostile suites through a real worker: each bad file errors its own suite, the good
+    ones are stored, both runs finish, and the worker is still there for the second."""
+    from conftest import fresh_postgres_database
+    from worker_support import PrivateRedis, WorkerProcess
+
+    bubblewrap.check()
+    repo = tmp_path / "repo"
+    hostile_results_repo(repo, host_result(tmp_path / "host.json"))
+    redis = PrivateRedis(tmp_path / "redis")
+    redis.start()
+    with fresh_postgres_database("roofwatch_hostile_worker", "the distributed hostile-file test") as url:
+        service = {"ROOFWATCH_DATA_DIR": str(tmp_path / "service"), "ROOFWATCH_BROKER_URL": redis.url,
+                   "ROOFWATCH_DATABASE_URL": url}
+        worker = WorkerProcess([], {**service, "ROOFWATCH_DATA_DIR": str(tmp_path / "worker")}, tmp_path / "worker.log")
+        try:
+            roofwatch(["db", "upgrade"], service)
+            worker.start()
+            for _ in range(2):
+                done = roofwatch(["run", "--repo", str(repo), "--rev", "main", "--force"], service, check=False,
+                                 timeout=300)
+                assert "Traceback" not in done.stdout + done.stderr
+            alive = worker.process is not None and worker.process.poll() is None
+        finally:
+            worker.stop()
+            redis.stop()
+        runs = query(url, "SELECT state FROM run ORDER BY id")
+        passed = query(url, "SELECT count(*) FROM suiteexecution WHERE status = 'passed'")
+        errored = query(url, "SELECT count(*) FROM suiteexecution WHERE status = 'errored'")
+        names = {str(name) for (name,) in query(url, "SELECT name FROM benchmark")}
+    assert alive, (tmp_path / "worker.log").read_text()[-3000:]
+    assert runs == [("errored",), ("errored",)], (tmp_path / "worker.log").read_text()[-3000:]
+    assert passed == [(6,)] and errored == [(2 * len(ATTACKS),)]
+    assert "host_secret" not in names and "test_nul\ufffdinside" in names

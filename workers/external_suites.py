@@ -129,6 +129,11 @@ def lay_over(mirror: Path, tree: Path, spec: SuiteSpec, suites_from: str = "") -
     """
     if spec.suites_repo:
         ref = spec.suites_from or "HEAD"
+        data_dir = mirror.parent.parent.resolve()
+        if checkout.is_local_path(spec.suites_repo) and data_dir in [Path(spec.suites_repo).resolve(),
+                                                                     *Path(spec.suites_repo).resolve().parents]:
+            # Another repository's mirror (or anything else of this worker's) is never a suite's source.
+            raise SuiteConfigError(f"suite {spec.name!r}: suites_repo may not point inside this worker's data dir")
         try:
             source = checkout.ensure_mirror(mirror.parent, spec.suites_repo)
         except checkout.CheckoutError as exc:
