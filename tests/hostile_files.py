@@ -56,6 +56,7 @@ elif mode == "rounds":
 elif mode == "extra":
     benchmarks(entry(extra_info=[1, 2]))
 elif mode == "nul":
+    print("suite output with a NUL: \u0000", flush=True)
     benchmarks(entry("test_nul\u0000inside", group="g\u0000", param="p\u0000"))
 elif mode == "longname":
     benchmarks(entry("test_" + "\u00e9" * 3000))

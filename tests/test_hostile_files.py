@@ -82,6 +82,8 @@ def test_each_bad_result_file_fails_its_own_suite_only(tmp_path: Path, database:
     [long_name] = [name for name in names if name.startswith("test_éé")]
     assert len(long_name.encode()) <= 1024 and "…#" in long_name
     assert query(database, "SELECT count(*) FROM measurement") == [(3,)]
+    [(output,)] = query(database, "SELECT output_tail FROM suiteexecution WHERE name = 'nul'")
+    assert "suite output with a NUL: \ufffd" in str(output)
 
 
 def test_links_in_a_commit_are_never_followed(tmp_path: Path, database: str) -> None:

@@ -14,15 +14,11 @@ import os
 import stat
 from pathlib import Path, PurePosixPath
 
-from roofwatch.workers.errors import RoofwatchError
+from roofwatch.workers.errors import UnsafePath
 
 # Enough for any pyproject.toml, lock file or result file a suite writes; large sweeps' JSON
 # reaches tens of MB.
 DEFAULT_LIMIT = 64 * 1024 * 1024
-
-
-class UnsafePath(RoofwatchError):
-    """A path that leaves its folder, goes through a link, is no regular file or is too large."""
 
 
 def relative_parts(raw: str) -> tuple[str, ...]:
