@@ -66,10 +66,26 @@ def _show_running(session: Session, run: Run) -> list[int]:
 def ingest(envelope: dict[str, Any]) -> int:
     """Store an envelope; returns the run id for the next task in the chain."""
     parsed = parse_envelope(envelope)
+    try:
+        with session_scope() as session:
+            run = ingest_envelope(session, parsed)
+            log.info("run %s: ingested (%s)", run.id, run.state)
+            return run.id  # type: ignore[return-value]
+    except OperationalError:
+        raise
+    except Exception as exc:
+        # Results that cannot be stored must not leave the run "running" for ever.
+        log.exception("run %s: its results could not be stored", parsed.run_id)
+        _errored(parsed.run_id, redact(f"the results could not be stored: {type(exc).__name__}: {exc}"))
+        return parsed.run_id
+
+
+def _errored(run_id: int, reason: str) -> None:
     with session_scope() as session:
-        run = ingest_envelope(session, parsed)
-        log.info("run %s: ingested (%s)", run.id, run.state)
-        return run.id  # type: ignore[return-value]
+        run = session.get(Run, run_id)
+        if run is not None and run.state not in TERMINAL_STATES:
+            run.state, run.error, run.finished_at = "errored", reason.replace("\x00", "")[:4000], utcnow()
+            session.add(run)
 
 
 @app.task(name="roofwatch.analyze", **RETRY)

@@ -48,3 +48,51 @@ def test_no_input_makes_the_api_fail(case, api_env) -> None:  # type: ignore[no-
     headers = {"Authorization": "Bearer property-test-token"} if case.method in ("PATCH", "PUT") else None
     case.call_and_validate(headers=headers, checks=[not_a_server_error, status_code_conformance,
                                                     response_schema_conformance])
+
+
+@pytest.fixture(scope="module")
+def postgres_history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A PostgreSQL database holding a three-commit history (uploaded results), and its data dir."""
+    import json
+
+    from conftest import fresh_postgres_database
+    from sample_repo import build_history
+    from tests_support import roofwatch
+
+    with fresh_postgres_database("roofwatch_schema", "the API property test on PostgreSQL") as url:
+        root = tmp_path_factory.mktemp("postgres-history")
+        shas = build_history(root / "sample")
+        env = {"ROOFWATCH_DATA_DIR": str(root / "data"), "ROOFWATCH_DATABASE_URL": url}
+        roofwatch(["db", "upgrade"], env)
+        roofwatch(["repo", "add", "acme/kernels", "--clone-url", str(root / "sample")], env)
+        for index, sha in enumerate(shas.values()):
+            results = root / f"results-{index}.json"
+            median = 0.001 * (1 + index)
+            results.write_text(json.dumps({"benchmarks": [{"name": f"test_k[{n}]", "stats": {
+                "median": median, "mean": median, "min": median, "rounds": 5, "data": [median] * 5}}
+                for n in (1, 2)]}))
+            roofwatch(["upload", str(results), "--repo", "acme/kernels", "--commit", sha, "--device-class", "CI"],
+                      env, check=False)
+        yield url, root / "data"
+
+
+@pytest.fixture
+def api_env_postgres(postgres_history: tuple[str, Path], monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    from conftest import _reset_caches
+
+    url, data_dir = postgres_history
+    monkeypatch.setenv("ROOFWATCH_DATA_DIR", str(data_dir))
+    monkeypatch.setenv("ROOFWATCH_DATABASE_URL", url)
+    monkeypatch.setenv("ROOFWATCH_API_TOKEN", "property-test-token")
+    _reset_caches()
+    yield
+    _reset_caches()
+
+
+@pytest.mark.postgres
+@schema.parametrize()
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+def test_no_input_makes_the_api_fail_on_postgres(case, api_env_postgres) -> None:  # type: ignore[no-untyped-def]
+    headers = {"Authorization": "Bearer property-test-token"} if case.method in ("PATCH", "PUT", "POST") else None
+    case.call_and_validate(headers=headers, checks=[not_a_server_error, status_code_conformance,
+                                                    response_schema_conformance])

@@ -185,13 +185,19 @@ def merge_base(repo: Path, base: str, head: str) -> str:
         raise UnknownRevision(f"{base[:12]} and {head[:12]} have no common ancestor in {repo}") from exc
 
 
+def worktree_commit(tree: Path) -> str:
+    """The SHA a worktree made by ``worktree`` was checked out at, from the folder name roofwatch gave it."""
+    return tree.name.rsplit("-", 1)[0]
+
+
 @contextmanager
 def worktree(mirror: Path, sha: str, worktrees_dir: Path) -> Iterator[Path]:
     """A detached worktree of ``mirror`` at exactly ``sha``; removed afterwards."""
     if not has_commit(mirror, sha):
         raise UnknownRevision(f"commit {sha} is not in the repository (was it pushed?)")
+    sha = resolve(mirror, sha)
     worktrees_dir.mkdir(parents=True, exist_ok=True)
-    path = worktrees_dir / f"{sha[:12]}-{uuid.uuid4().hex[:8]}"
+    path = worktrees_dir / f"{sha}-{uuid.uuid4().hex[:8]}"
     with _locked(mirror):
         git("worktree", "add", "--detach", "--force", "--", str(path), sha, cwd=mirror)
     try:

@@ -9,6 +9,7 @@ at its root so that workers import nothing of the service.
      │    └── UnknownRevision     the SHA / ref / range does not exist in the repository
      ├── SuiteConfigError         [tool.roofwatch] is present but malformed
      ├── ResultFileError          a suite's JUnit XML / benchmark JSON is missing or unreadable
+     ├── UnsafePath               a commit's path leaves its worktree, is a link, no file, or too large
      ├── CalibrationError         the device's peaks could not be measured
      ├── SandboxUnavailable       bubblewrap is missing or cannot confine a suite here
      └── UnknownRepository        a name that was never registered with `roofwatch repo add`
@@ -37,6 +38,10 @@ class SuiteConfigError(RoofwatchError):
 
 class ResultFileError(RoofwatchError):
     pass
+
+
+class UnsafePath(RoofwatchError):
+    """A path that leaves its folder, goes through a link, is no regular file or is too large."""
 
 
 class UnknownRepository(RoofwatchError):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,11 +26,13 @@ from roofwatch.workers.redaction import redact
 from roofwatch.workers.suite_config import (
     SuiteSpec,
     load_suites,
+    parse_toml,
     read_pyproject,
     repository_min_effect,
     roofwatch_table,
     suites_in,
 )
+from roofwatch.workers.tree_files import relative_parts
 
 # The keys of [tool.roofwatch] a suites file may set.
 ROOFWATCH_KEYS = ("override", "suites")
@@ -45,10 +46,7 @@ class StoredSuites:
 
 def parse_suites_file(text: str) -> StoredSuites:
     """A stored config's suites and its ``override`` flag; ``SuiteConfigError`` says what is wrong."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise SuiteConfigError(f"the suites file is not valid TOML: {exc}") from exc
+    data = parse_toml(text, "the suites file")
     # Only [tool.roofwatch] is read, as in a pyproject.toml (whose other tables may be there
     # too). roofwatch's own keys outside it (`override = true` at the top of the file) would be
     # ignored without a word, and the commit's suites would quietly win over the forced ones.
@@ -91,10 +89,7 @@ def choose_suites(tree: Path, stored_toml: str, stored_label: str) -> tuple[list
 def repository_min_effect_of(tree: Path, stored_toml: str) -> float | None:
     """``[tool.roofwatch] min_effect``: the stored config's when it sets one, else the commit's."""
     if stored_toml:
-        try:
-            stored = repository_min_effect(tomllib.loads(stored_toml))
-        except tomllib.TOMLDecodeError as exc:
-            raise SuiteConfigError(f"stored suites are not valid TOML: {exc}") from exc
+        stored = repository_min_effect(parse_toml(stored_toml, "the stored suites"))
         if stored is not None:
             return stored
     own = read_pyproject(tree)
@@ -122,6 +117,28 @@ def noted(result: SuiteResult, note: str) -> SuiteResult:
     return result.model_copy(update={"reason": f"{result.reason}; {note}" if result.reason else note})
 
 
+def clear_path(tree: Path, path: str) -> None:
+    """Remove what the commit has at ``path`` (files the suite deleted since must not linger).
+
+    The commit owns the tree: any folder on the way may be a link out of it. A link is removed
+    itself, never followed, and so is a file where REF has a folder; git then lays REF's files.
+    """
+    here = tree
+    parts = relative_parts(path)
+    for part in parts[:-1]:
+        here = here / part
+        if here.is_symlink() or (here.exists() and not here.is_dir()):
+            here.unlink()
+            return
+        if not here.exists():
+            return
+    target = here / parts[-1]
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        target.unlink()
+    elif target.is_dir():
+        shutil.rmtree(target)  # rmtree removes links inside, never what they point at
+
+
 def lay_over(mirror: Path, tree: Path, spec: SuiteSpec, suites_from: str = "") -> tuple[SuiteSpec, str]:
     """Apply ``spec``'s backfill to ``tree``; the spec to run (renamed by content) and a note for the record.
 
@@ -130,6 +147,11 @@ def lay_over(mirror: Path, tree: Path, spec: SuiteSpec, suites_from: str = "") -
     """
     if spec.suites_repo:
         ref = spec.suites_from or "HEAD"
+        data_dir = mirror.parent.parent.resolve()
+        if checkout.is_local_path(spec.suites_repo) and data_dir in [Path(spec.suites_repo).resolve(),
+                                                                     *Path(spec.suites_repo).resolve().parents]:
+            # Another repository's mirror (or anything else of this worker's) is never a suite's source.
+            raise SuiteConfigError(f"suite {spec.name!r}: suites_repo may not point inside this worker's data dir")
         try:
             source = checkout.ensure_mirror(mirror.parent, spec.suites_repo)
         except checkout.CheckoutError as exc:
@@ -155,11 +177,7 @@ def lay_over(mirror: Path, tree: Path, spec: SuiteSpec, suites_from: str = "") -
             content.update(f"{path}\0{checkout.git('rev-parse', f'{sha}:{path}', cwd=source).strip()}\n".encode())
         except checkout.CheckoutError as exc:
             raise SuiteConfigError(f"suite {spec.name!r}: {raw!r} does not exist at {ref} ({sha[:12]})") from exc
-        target = tree / path
-        if target.is_dir():
-            shutil.rmtree(target)  # files the suite deleted since must not linger
-        elif target.exists():
-            target.unlink()
+        clear_path(tree, path)
         if source == mirror:
             checkout.git("checkout", sha, "--", path, cwd=tree)
         else:

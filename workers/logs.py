@@ -86,6 +86,15 @@ class ContextFilter(logging.Filter):
         return True
 
 
+# A message is one line: a newline or an ANSI escape inside a value (a suite name, a commit
+# title from an upload) must not forge a line of its own or recolour a terminal.
+_CONTROL = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F, *range(0x80, 0xA0))} | {0x0A: "\\n"}
+
+
+def one_line(text: str) -> str:
+    return text.translate(_CONTROL)
+
+
 class TextFormatter(logging.Formatter):
     """``2025-05-01T12:00:03.412Z INFO    roofwatch.workers.tasks: run 12: measuring …  run=12 task=roofwatch.run_commit``."""
 
@@ -97,8 +106,10 @@ class TextFormatter(logging.Formatter):
         super().__init__("%(asctime)s %(levelname)-7s %(name)s: %(message)s")
 
     def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = one_line(record.message)
         fields = [(label, record.__dict__.get(key)) for key, label in CONTEXT_FIELDS.items()]
-        shown = " ".join(f"{label}={str(v)[:12] if label == 'sha' else v}" for label, v in fields if v is not None)
+        shown = " ".join(f"{label}={one_line(str(v)[:12] if label == 'sha' else str(v))}"
+                         for label, v in fields if v is not None)
         line = super().formatMessage(record)
         return f"{line}  {shown}" if shown else line
 

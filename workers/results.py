@@ -1,7 +1,8 @@
 """Parse what suites write: pytest JUnit XML and pytest-benchmark JSON.
 
-Both parsers raise ``ResultFileError`` with a readable reason for a missing, truncated or
-foreign file, so the runner can record the suite as failed and move on.
+Both parsers raise ``ResultFileError`` with a readable reason for a missing, truncated,
+foreign or hostile file (a link, deeply nested, huge numbers, wrong types, timings that are
+not positive finite seconds), so the runner records that suite as errored and moves on.
 """
 
 from __future__ import annotations
@@ -14,8 +15,32 @@ from typing import Any
 
 from roofwatch.workers.envelope import MeasurementRecord, OutcomeRecord
 from roofwatch.workers.errors import ResultFileError
+from roofwatch.workers.tree_files import UnsafePath, read_file
 
 MESSAGE_LIMIT = 4000
+RESULT_FILE_LIMIT = 256 * 1024 * 1024
+MAX_ROUNDS = 2**62
+
+
+def read_result(path: Path, what: str) -> bytes:
+    """The result file a suite wrote into its scratch folder, never through a link it planted there."""
+    try:
+        data = read_file(path, RESULT_FILE_LIMIT)
+    except UnsafePath as exc:
+        raise ResultFileError(f"{what}: {exc}") from exc
+    if not data:
+        raise ResultFileError(f"no {what} written at {path.name}")
+    return data
+
+
+def load_json(data: bytes, what: str) -> Any:
+    """JSON of an untrusted file: nesting, giant integers and bad text are a ``ResultFileError``."""
+    try:
+        return json.loads(data.decode("utf-8"))
+    except RecursionError as exc:
+        raise ResultFileError(f"{what} is nested too deeply to read") from exc
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError, and integers over 4300 digits
+        raise ResultFileError(f"{what} is not JSON: {exc}") from exc
 
 
 def parse_junit(path: Path) -> list[OutcomeRecord]:
@@ -24,12 +49,13 @@ def parse_junit(path: Path) -> list[OutcomeRecord]:
     ``test_id`` is ``<classname>::<name>``, e.g. ``suites.correctness.test_softmax::test_softmax[fp32]``.
     ``max_abs_err`` / ``max_rel_err`` come from ``record_property`` entries of those names.
     """
-    if not path.is_file() or path.stat().st_size == 0:
-        raise ResultFileError(f"no JUnit XML written at {path.name}")
+    data = read_result(path, "JUnit XML")
     try:
-        root = ET.parse(path).getroot()
+        root = ET.fromstring(data)
     except ET.ParseError as exc:
         raise ResultFileError(f"JUnit XML is not well-formed: {exc}") from exc
+    except RecursionError as exc:
+        raise ResultFileError("JUnit XML is nested too deeply to read") from exc
     if root.tag not in ("testsuites", "testsuite"):
         raise ResultFileError(f"not a JUnit XML report (root element <{root.tag}>)")
     return [_outcome(case) for case in root.iter("testcase")]
@@ -59,53 +85,82 @@ def _outcome(case: ET.Element) -> OutcomeRecord:
 
 def parse_benchmark_json(path: Path) -> list[MeasurementRecord]:
     """Measurements from pytest-benchmark's ``--benchmark-json`` file (times in seconds)."""
-    if not path.is_file() or path.stat().st_size == 0:
-        raise ResultFileError(f"no benchmark JSON written at {path.name}")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ResultFileError(f"benchmark file is not JSON: {exc}") from exc
+    data = load_json(read_result(path, "benchmark JSON"), "benchmark file")
     if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
         raise ResultFileError("benchmark JSON has no 'benchmarks' list (not pytest-benchmark output?)")
     return [_measurement(entry) for entry in data["benchmarks"]]
 
 
 def _measurement(entry: Any) -> MeasurementRecord:
-    try:
-        stats = entry["stats"]
-        name = str(entry["name"])
-        median, mean = float(stats["median"]), float(stats["mean"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ResultFileError(f"benchmark entry lacks name/stats: {exc!r}") from exc
+    if not isinstance(entry, dict) or not isinstance(entry.get("stats"), dict) or "name" not in entry:
+        raise ResultFileError("benchmark entry lacks name/stats")
+    stats, name = entry["stats"], entry["name"]
+    if not isinstance(name, str):
+        raise ResultFileError(f"benchmark name must be a string, got {type(name).__name__}")
+    median = _seconds(stats.get("median"), name, "median")
+    mean = _seconds(stats.get("mean"), name, "mean")
     extra = entry.get("extra_info") or {}
+    if not isinstance(extra, dict):
+        raise ResultFileError(f"{name}: extra_info must be an object, got {type(extra).__name__}")
     params = entry.get("param")
-    samples = [float(x) for x in stats.get("data") or [] if _finite(x)]
+    raw_samples = stats.get("data") or []
+    if not isinstance(raw_samples, list):
+        raise ResultFileError(f"{name}: stats.data must be a list, got {type(raw_samples).__name__}")
+    samples = [float(x) for x in raw_samples if _finite(x) and x > 0]
     return MeasurementRecord(
         name=name,
         params="" if params is None else str(params),
         group=str(entry.get("group") or ""),
         samples=samples,
         median=median,
-        iqr=float(stats.get("iqr") or 0.0),
-        min=float(stats.get("min", median)),
+        iqr=_spread(stats.get("iqr"), name, "iqr"),
+        min=_seconds(stats.get("min", median), name, "min"),
         mean=mean,
-        n=int(stats.get("rounds") or len(samples) or 1),
-        stddev=float(stats.get("stddev") or 0.0),
+        n=_rounds(stats.get("rounds"), len(samples), name),
+        stddev=_spread(stats.get("stddev"), name, "stddev"),
         flops=_number(extra.get("flops")),
         bytes=_number(extra.get("bytes")),
         dtype=str(extra.get("dtype") or ""),
         shape=str(extra.get("shape") or ""),
-        extra_info={k: v for k, v in extra.items() if isinstance(v, (str, int, float, bool))},
+        extra_info={k: v for k, v in extra.items() if isinstance(v, (str, bool)) or _finite(v)},
     )
 
 
+def _seconds(value: object, name: str, field: str) -> float:
+    """A timing: a finite number of seconds above zero; anything else is no measurement."""
+    if isinstance(value, bool) or not _finite(value) or value <= 0:  # type: ignore[operator]
+        raise ResultFileError(f"{name}: {field} must be a positive, finite number of seconds, got {value!r:.40}")
+    return float(value)  # type: ignore[arg-type]
+
+
+def _spread(value: object, name: str, field: str) -> float:
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not _finite(value) or value < 0:  # type: ignore[operator]
+        raise ResultFileError(f"{name}: {field} must be a finite number of seconds, at least 0, got {value!r:.40}")
+    return float(value)  # type: ignore[arg-type]
+
+
+def _rounds(value: object, samples: int, name: str) -> int:
+    if value is None or value == 0:
+        return samples or 1
+    if isinstance(value, bool) or not _finite(value) or not 1 <= value <= MAX_ROUNDS:  # type: ignore[operator]
+        raise ResultFileError(f"{name}: rounds must be a whole number from 1 to {MAX_ROUNDS}, got {value!r:.40}")
+    return int(value)  # type: ignore[call-overload]
+
+
 def _finite(value: object) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value)
+    # int first: math.isfinite of a huge int raises OverflowError, and such a count is no timing.
+    if isinstance(value, int) and not isinstance(value, bool):
+        return abs(value) < 2**63
+    return isinstance(value, float) and math.isfinite(value)
 
 
 def _number(value: object) -> float | None:
+    if isinstance(value, bool):
+        return None
     try:
         number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
     return number if math.isfinite(number) else None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import shutil
 import signal
 import tempfile
 from collections.abc import Callable
@@ -27,6 +28,9 @@ from roofwatch.workers.external_suites import noted, prepare_suites
 from roofwatch.workers.results import parse_benchmark_json, parse_junit
 from roofwatch.workers.settings import get_worker_settings
 from roofwatch.workers.suite_config import SuiteSpec
+from roofwatch.workers.tree_files import UnsafePath, read_in
+
+SETUP_INPUT_LIMIT = 64 * 1024 * 1024
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +60,9 @@ class Job:
     suites_toml: str = ""
     suites_label: str = ""
     suites_from: str = ""
+    # Whether this commit's setup may fill (and use) the repository's shared setup cache: only
+    # commits the repository's own branches hold. A pull request's head gets caches of its own.
+    shared_setup_cache: bool = False
 
 
 class SuiteLimits(Protocol):
@@ -118,35 +125,62 @@ def run_job(job: Job, device: DeviceInfo | None = None, progress: Progress | Non
     return envelope(status, f"suites not passed: {', '.join(failed)}" if failed else "", results, commit)
 
 
-def _run_setup(spec: SuiteSpec, tree: Path, data_dir: Path, job: SuiteLimits) -> str | None:
-    """Run the suite's setup once per distinct set of inputs; the error text, or None.
+def _setup_digest(spec: SuiteSpec, tree: Path) -> str:
+    """What a setup's result depends on that roofwatch can see: its command, env and input files."""
+    digest = hashlib.sha256(f"{spec.setup}\0{sorted(spec.env.items())}\0".encode())
+    for name in spec.setup_inputs:
+        content = read_in(tree, name, SETUP_INPUT_LIMIT)
+        digest.update(f"{name}\0".encode())
+        digest.update(b"<missing>" if content is None else hashlib.sha256(content).digest())
+    return digest.hexdigest()[:24]
 
-    Setup is the one step that may write to the repository's cache (``ROOFWATCH_SETUP_CACHE``),
-    and may reach the network; the suites then read the cache but cannot change it.
+
+def _run_setup(spec: SuiteSpec, tree: Path, data_dir: Path, job: SuiteLimits) -> tuple[Path | None, str | None]:
+    """Run the suite's setup once per distinct set of inputs: its cache folder, or the error text.
+
+    Setup is the one step that may write to a cache (``ROOFWATCH_SETUP_CACHE``), and may reach
+    the network; the suites then read the cache but cannot change it. Each cache belongs to one
+    setup digest (command, env, inputs) in one scope (the repository's branches, or one commit),
+    so a commit only ever sees a cache that its own setup would have built.
     """
     if not spec.setup:
-        return None
-    digest = hashlib.sha256(spec.setup.encode())
-    for name in spec.setup_inputs:
-        path = tree / name
-        digest.update(path.read_bytes() if path.is_file() else b"<missing>")
-    cache = setup_cache(data_dir, job.repository)
-    marker = cache.parent / f"{cache.name}.{digest.hexdigest()[:16]}.done"
+        return None, None
+    try:
+        digest = _setup_digest(spec, tree)
+    except UnsafePath as exc:
+        return None, f"setup_inputs: {exc}"
+    scope = setup_cache(data_dir, job.repository) / cache_scope(job, tree)
+    cache = scope / digest
+    marker = scope / f"{digest}.done"
     if marker.exists():
-        return None
+        return cache, None
+    # A setup that failed or was killed half-way leaves nothing a later run would trust.
+    shutil.rmtree(cache, ignore_errors=True)
+    cache.mkdir(parents=True)
     with tempfile.TemporaryDirectory(prefix="roofwatch-setup-") as scratch:
         confinement = suite_confinement(tree, Path(scratch), cache, setup=True, network=True)
         env = _suite_env(spec, tree, cache, Path(scratch), confinement)
         done = sandbox.run(["/bin/sh", "-c", spec.setup], tree, env, spec.timeout or job.suite_timeout_s,
                            job.output_limit, confinement)
     if done.timed_out or done.exit_code != 0:
-        return f"setup `{spec.setup}` failed (exit {done.exit_code}):\n{done.output[-2000:]}"
+        return None, f"setup `{spec.setup}` failed (exit {done.exit_code}):\n{done.output[-2000:]}"
     marker.touch()
-    return None
+    return cache, None
+
+
+def cache_scope(job: object, tree: Path) -> str:
+    """``shared`` for commits of the repository's branches, else a scope of the commit alone.
+
+    The commit comes from the worktree's folder name, which roofwatch chose (``checkout.worktree``),
+    not from the tree's own ``.git``, which the commit's code can rewrite.
+    """
+    if getattr(job, "shared_setup_cache", False):
+        return "shared"
+    return f"commit-{checkout.worktree_commit(tree)}"
 
 
 def setup_cache(data_dir: Path, repository: str) -> Path:
-    """The repository's own setup cache; the name hashes the full name, so no two repositories share it."""
+    """The repository's own setup caches; the name hashes the full name, so no two repositories share them."""
     digest = hashlib.sha256(repository.encode()).hexdigest()[:16]
     stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in repository)[:60]
     path = data_dir / "setup-caches" / f"{stem}-{digest}"
@@ -158,16 +192,24 @@ def run_suite(spec: SuiteSpec, tree: Path, data_dir: Path, job: SuiteLimits,
               progress: Progress | None = None) -> SuiteResult:
     if progress:
         progress(spec.name, "start")
-    refusal = sandbox_refusal()
-    setup_error = refusal or _run_setup(spec, tree, data_dir, job)
-    if setup_error:
-        result = SuiteResult(name=spec.name, kind=spec.kind, status="errored", reason=setup_error)
-    else:
-        with tempfile.TemporaryDirectory(prefix="roofwatch-results-") as scratch:
-            result = _execute(spec, tree, data_dir, Path(scratch), job)
+    try:
+        result = _setup_and_execute(spec, tree, data_dir, job)
+    except Exception as exc:  # noqa: BLE001 - one suite's failure, whatever it is, is that suite's
+        log.exception("suite %s: failed inside roofwatch", spec.name)
+        result = SuiteResult(name=spec.name, kind=spec.kind, status="errored",
+                             reason=f"roofwatch could not run or read this suite: {type(exc).__name__}: {exc}"[:2000])
     if progress:
         progress(spec.name, result.status)
     return result
+
+
+def _setup_and_execute(spec: SuiteSpec, tree: Path, data_dir: Path, job: SuiteLimits) -> SuiteResult:
+    refusal = sandbox_refusal()
+    cache, setup_error = (None, refusal) if refusal else _run_setup(spec, tree, data_dir, job)
+    if setup_error:
+        return SuiteResult(name=spec.name, kind=spec.kind, status="errored", reason=setup_error)
+    with tempfile.TemporaryDirectory(prefix="roofwatch-results-") as scratch:
+        return _execute(spec, tree, cache, Path(scratch), job)
 
 
 def sandbox_refusal() -> str | None:
@@ -239,10 +281,13 @@ def _result_argv(spec: SuiteSpec, scratch: Path) -> tuple[list[str], Path]:
     return [*spec.argv(), f"{flag}={result_file}"], result_file
 
 
-def _execute(spec: SuiteSpec, tree: Path, data_dir: Path, scratch: Path, job: SuiteLimits) -> SuiteResult:
+def _execute(spec: SuiteSpec, tree: Path, cache: Path | None, scratch: Path, job: SuiteLimits) -> SuiteResult:
+    """Run the suite; ``cache`` is what its own setup built (None: it has no setup, so an empty folder)."""
     argv, result_file = _result_argv(spec, scratch)
     timeout = spec.timeout or job.suite_timeout_s
-    cache = setup_cache(data_dir, job.repository)
+    if cache is None:
+        cache = scratch / "setup-cache"
+        cache.mkdir()
     confinement = suite_confinement(tree, scratch, cache, setup=False, network=job.suite_network)
     env = _suite_env(spec, tree, cache, scratch, confinement)
     if spec.kind == "compile":

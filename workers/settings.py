@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+from pydantic import model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 GIB = 1024 ** 3
@@ -20,6 +21,11 @@ DEFAULT_DATA_DIR = Path.home() / ".local" / "share" / "roofwatch"
 class WorkerSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="ROOFWATCH_", env_file=".env", extra="ignore")
 
+    # Production refuses what only a single trusted user's box may do (see _refuse_unconfined).
+    environment: Literal["development", "production"] = "development"
+    # The documented escape hatch: a production box with one user who runs only their own code
+    # may run suites without the sandbox. Nothing else turns the refusal off.
+    allow_unconfined_in_production: bool = False
     data_dir: Path = DEFAULT_DATA_DIR
     broker_url: str | None = None
     # Default wall-time limit for one suite, seconds; a suite's own `timeout` wins.
@@ -52,6 +58,15 @@ class WorkerSettings(BaseSettings):
     suite_pytest_addopts: str = ""
     # Hour (UTC) of the nightly full run of every default branch, started by `roofwatch beat`.
     nightly_hour: int = 2
+
+    @model_validator(mode="after")
+    def _refuse_unconfined(self) -> WorkerSettings:
+        if self.environment == "production" and self.sandbox == "unconfined" and not self.allow_unconfined_in_production:
+            raise ValueError(
+                "refusing to run suites without the sandbox in production (ROOFWATCH_SANDBOX=unconfined): "
+                "suites would see the host's files, processes and network. Use bubblewrap, or set "
+                "ROOFWATCH_ALLOW_UNCONFINED_IN_PRODUCTION=1 on a single-user box that runs only its owner's code")
+        return self
 
     @property
     def embedded(self) -> bool:

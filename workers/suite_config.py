@@ -13,6 +13,9 @@ from roofwatch.workers.compiled.targets import DEFAULT_TARGETS, UnknownTarget, p
 from roofwatch.workers.errors import SuiteConfigError
 from roofwatch.workers.min_effect import parse_min_effect
 from roofwatch.workers.suite_env import check_env
+from roofwatch.workers.tree_files import UnsafePath, read_in, relative_parts
+
+PYPROJECT_LIMIT = 1024 * 1024
 
 
 class SuiteSpec(BaseModel):
@@ -58,6 +61,17 @@ class SuiteSpec(BaseModel):
             raise ValueError("min_effects must be a table of benchmark patterns to sizes")
         return {str(pattern): parse_min_effect(size) for pattern, size in value.items()}
 
+    @field_validator("setup_inputs", "suite_paths")
+    @classmethod
+    def _inside_repository(cls, value: list[str]) -> list[str]:
+        # Refused when a config is stored, not only when a run reads the files.
+        for path in value:
+            try:
+                relative_parts(path)
+            except UnsafePath as exc:
+                raise ValueError(str(exc)) from exc
+        return value
+
     @field_validator("env")
     @classmethod
     def _safe_env(cls, value: dict[str, str]) -> dict[str, str]:
@@ -76,20 +90,28 @@ class SuiteSpec(BaseModel):
 
 
 def read_pyproject(worktree: Path) -> dict[str, object] | None:
-    """A commit's parsed ``pyproject.toml``, or None when it has none."""
-    pyproject = worktree / "pyproject.toml"
-    if not pyproject.is_file():
-        return None
+    """A commit's parsed ``pyproject.toml`` (read without following links), or None when it has none."""
     try:
-        return tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise SuiteConfigError(f"pyproject.toml is not valid TOML: {exc}") from exc
+        text = read_in(worktree, "pyproject.toml", PYPROJECT_LIMIT)
+    except UnsafePath as exc:
+        raise SuiteConfigError(f"pyproject.toml: {exc}") from exc
+    return None if text is None else parse_toml(text, "pyproject.toml")
 
 
 def load_suites(worktree: Path) -> list[SuiteSpec] | None:
     """The suites a commit declares, or ``None`` when it declares none (recorded as skipped)."""
     data = read_pyproject(worktree)
     return None if data is None else suites_in(data)
+
+
+def parse_toml(text: bytes | str, what: str) -> dict[str, object]:
+    """A TOML document from outside; malformed, non-UTF-8 or absurdly nested text is a ``SuiteConfigError``."""
+    try:
+        return tomllib.loads(text.decode("utf-8") if isinstance(text, bytes) else text)
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise SuiteConfigError(f"{what} is not valid TOML: {exc}") from exc
+    except RecursionError as exc:
+        raise SuiteConfigError(f"{what} is nested too deeply to read") from exc
 
 
 def roofwatch_table(data: dict[str, object]) -> dict[str, object] | None:

@@ -49,6 +49,9 @@ def run_commit(self: Any, job: dict[str, Any]) -> dict[str, Any]:
         envelope = run_job(spec, progress=_progress_reporter(self, spec))
     except SoftTimeLimitExceeded:
         return errored(f"the run exceeded its time limit ({self.soft_time_limit:.0f} s) and was stopped")
+    except Exception as exc:  # noqa: BLE001 - a run that cannot finish is recorded as errored, never left running
+        log.exception("run %s: failed inside roofwatch", spec.run_id)
+        return errored(f"roofwatch could not finish this run: {type(exc).__name__}: {exc}"[:2000])
     log.info("run %s: %s", spec.run_id, envelope.status)
     return envelope.model_dump(mode="json")
 

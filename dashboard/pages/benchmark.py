@@ -21,7 +21,7 @@ from roofwatch.dashboard.filters import Filters, FiltersDep
 from roofwatch.service.analysis.compiled import for_tests
 from roofwatch.service.api.deps import SessionDep
 from roofwatch.service.api.security_headers import allow_unsafe_eval
-from roofwatch.service.core.models import Benchmark, Repository
+from roofwatch.service.core.models import ROW_ID_MAX, Benchmark, Repository
 from roofwatch.service.records import compiled_artifacts
 
 ImplQuery = Annotated[list[str] | None, Query(description="baseline implementations to add to the chart")]
@@ -86,7 +86,7 @@ def _filter_links(benchmark: Benchmark, repository: Repository | None) -> list[d
 
 def register(app: FastAPI) -> None:
     @app.get("/benchmarks/{benchmark_id}", response_class=HTMLResponse, include_in_schema=False)
-    def benchmark_page(benchmark_id: Annotated[int, Path(ge=0, le=2**63 - 1)], request: Request, session: SessionDep, filters: FiltersDep,
+    def benchmark_page(benchmark_id: Annotated[int, Path(ge=0, le=ROW_ID_MAX)], request: Request, session: SessionDep, filters: FiltersDep,
                        impl: ImplQuery = None) -> HTMLResponse:
         benchmark = session.get(Benchmark, benchmark_id)
         if benchmark is None:

@@ -16,7 +16,7 @@ from roofwatch.dashboard.distribution_chart import distribution_figure
 from roofwatch.dashboard.pr_comment import CommentRenderer, comment_html
 from roofwatch.service.api.deps import SessionDep
 from roofwatch.service.core.links import compare_url
-from roofwatch.service.core.models import Commit, Comparison, Repository, Run
+from roofwatch.service.core.models import ROW_ID_MAX, Commit, Comparison, Repository, Run
 from roofwatch.service.records.comparisons import comparison_report, results_of
 
 # Drawn without being asked: the verdicts a reader wants explained. Capped so that a comparison
@@ -60,7 +60,7 @@ def _pr_comment(request: Request, comparison: Comparison, repository: Repository
 def register(app: FastAPI) -> None:
     @app.get("/compare/{comparison_id}", response_class=HTMLResponse, include_in_schema=False)
     def compare_page(
-        comparison_id: Annotated[int, Path(ge=0, le=2**63 - 1)], request: Request, session: SessionDep,
+        comparison_id: Annotated[int, Path(ge=0, le=ROW_ID_MAX)], request: Request, session: SessionDep,
         show: Annotated[list[int] | None, Query(description="benchmark ids whose rounds to chart as well")] = None,
     ) -> HTMLResponse:
         comparison = session.get(Comparison, comparison_id)

@@ -16,11 +16,11 @@ from roofwatch.dashboard.common import TEMPLATES, chart_json
 from roofwatch.dashboard.escaping import plotly_text
 from roofwatch.service.analysis.compiled import diff
 from roofwatch.service.api.deps import SessionDep
-from roofwatch.service.core.models import Commit, Repository
+from roofwatch.service.core.models import ROW_ID_MAX, Commit, Repository
 from roofwatch.service.records import compiled_artifacts
 from roofwatch.service.records.compiled_artifacts import HistoryPoint
 
-RepositoryId = Annotated[int, Path(ge=0, le=2**63 - 1)]
+RepositoryId = Annotated[int, Path(ge=0, le=ROW_ID_MAX)]
 # What the history chart plots, one panel each: (field, axis title).
 PANELS = (("registers", "registers / thread"), ("shared_bytes", "shared memory (B)"),
           ("spill_bytes", "spills (B / thread)"), ("sass_instructions", "SASS instructions"))

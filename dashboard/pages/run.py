@@ -12,6 +12,7 @@ from sqlmodel import col, select
 from roofwatch.dashboard.common import TEMPLATES
 from roofwatch.service.api.deps import SessionDep
 from roofwatch.service.core.models import (
+    ROW_ID_MAX,
     Benchmark,
     Commit,
     Comparison,
@@ -27,7 +28,7 @@ from roofwatch.service.records import compiled_artifacts
 
 def register(app: FastAPI) -> None:
     @app.get("/runs/{run_id}", response_class=HTMLResponse, include_in_schema=False)
-    def run_page(run_id: Annotated[int, Path(ge=0, le=2**63 - 1)], request: Request,
+    def run_page(run_id: Annotated[int, Path(ge=0, le=ROW_ID_MAX)], request: Request,
                  session: SessionDep) -> HTMLResponse:
         run = session.get(Run, run_id)
         if run is None:

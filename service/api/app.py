@@ -15,6 +15,7 @@ from roofwatch.dashboard.routes import mount as mount_dashboard
 from roofwatch.service.api import docs
 from roofwatch.service.api.deps import SessionDep
 from roofwatch.service.api.metrics import router as metrics_router
+from roofwatch.service.api.request_limits import AuthenticatedFirst
 from roofwatch.service.api.routes import router as api_router
 from roofwatch.service.api.security_headers import SecurityHeaders
 from roofwatch.service.api.suites import router as suites_router
@@ -61,7 +62,8 @@ class _App(FastAPI):
     def build_middleware_stack(self) -> ASGIApp:
         # Outside Starlette's ServerErrorMiddleware, so the plain-text 500 it answers with when
         # a route crashes carries the security headers too.
-        return SecurityHeaders(super().build_middleware_stack())
+        # Writes are authenticated and bounded before the routes (and FastAPI's body parsing) see them.
+        return SecurityHeaders(AuthenticatedFirst(super().build_middleware_stack()))
 
 
 def create_app() -> FastAPI:

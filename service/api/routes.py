@@ -11,6 +11,7 @@ from sqlmodel import select
 from roofwatch.service.api.deps import SessionDep, TokenDep
 from roofwatch.service.core.errors import UnknownRepository
 from roofwatch.service.core.models import (
+    ROW_ID_MAX,
     Benchmark,
     Change,
     Commit,
@@ -24,13 +25,13 @@ from roofwatch.service.core.models import (
     TriageState,
 )
 from roofwatch.service.records import queries
+from roofwatch.service.records.changes import CONFIRMED
 from roofwatch.service.records.repositories import find_repository
 from roofwatch.workers.redaction import redact
 
 router = APIRouter(prefix="/api", tags=["api"])
 
-# Row ids are 64-bit; a larger number is a bad request (422), not a database overflow.
-RowId = Annotated[int, Path(ge=0, le=2**63 - 1)]
+RowId = Annotated[int, Path(ge=0, le=ROW_ID_MAX)]
 RepoQuery = Annotated[str | None, Query(
     description="OWNER/NAME, clone URL or the local path `roofwatch run --repo` was given; unknown: 404")]
 
@@ -116,14 +117,16 @@ def triage_change(change_id: RowId, body: TriageRequest, session: SessionDep, ac
     """Set a change's triage state (needs the API token)."""
     from roofwatch.service.records.triage import TriageError, set_state
 
-    if session.get(Change, change_id) is None:
+    change = session.get(Change, change_id)
+    # Only what `GET /api/changes` lists is triaged: a candidate not yet confirmed is no change yet.
+    if change is None or change.phase != CONFIRMED:
         raise HTTPException(404, f"no change {change_id}")
     try:
         set_state(session, change_id, body.state, body.note, actor)
     except TriageError as exc:
         raise HTTPException(422, str(exc)) from exc
     session.commit()
-    return next(row for row in queries.change_rows(session) if row["id"] == change_id)
+    return next(row for row in queries.change_rows(session, change.repository_id) if row["id"] == change_id)
 
 
 @router.get("/comparisons/{comparison_id}", responses=NOT_FOUND)

@@ -10,27 +10,43 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Query, Request
 from starlette.concurrency import run_in_threadpool
 
-from roofwatch.service.api.deps import TokenDep
+from roofwatch.service.api.deps import Actor, ActorDep
+from roofwatch.service.api.request_limits import UPLOAD_BYTES
+from roofwatch.service.core.db import session_scope
 from roofwatch.service.flows.upload import UploadRequest, upload_and_report
+from roofwatch.service.records.repositories import find_repository
 from roofwatch.service.records.upload_formats import FORMATS, UploadFormatError
 from roofwatch.workers.errors import RoofwatchError, UnknownRepository
 
 router = APIRouter(prefix="/api", tags=["api"])
 
-MAX_UPLOAD_BYTES = 64 * 1024 * 1024  # nvbench files of large sweeps reach tens of MB
+MAX_UPLOAD_BYTES = UPLOAD_BYTES
 
 RESPONSES: dict[int | str, dict[str, Any]] = {
     400: {"description": "an unreadable file, unknown format, unknown SHA or a device mismatch"},
     401: {"description": "missing or wrong bearer token"},
-    403: {"description": "write actions are disabled: ROOFWATCH_API_TOKEN is not set"},
+    403: {"description": "an upload token of another repository, or no token configured on the server"},
     404: {"description": "unknown repository"},
     413: {"description": "the file is larger than 64 MiB"},
 }
 
 
+def _check_scope(actor: Actor, repo: str) -> None:
+    """An upload token uploads for its own repository only."""
+    if actor.admin:
+        return
+    with session_scope() as session:
+        try:
+            repository_id = find_repository(session, repo).id
+        except UnknownRepository as exc:
+            raise HTTPException(403, "this upload token is not for that repository") from exc
+    if not actor.may_upload_to(repository_id):
+        raise HTTPException(403, "this upload token is not for that repository")
+
+
 @router.post("/results", responses=RESPONSES)
 async def post_results(
-    request: Request, actor: TokenDep,
+    request: Request, actor: ActorDep,
     repo: str = Query(..., description="registered OWNER/NAME"),
     commit: str = Query(..., description="the SHA the results were measured at"),
     format: str = Query("auto", description=f"auto | {' | '.join(FORMATS)}"),
@@ -40,9 +56,9 @@ async def post_results(
     base: str | None = Query(None, description="with pr: the base commit, uploaded before"),
 ) -> dict[str, Any]:
     """Store a result file sent as the request body (``curl --data-binary @file``)."""
+    await run_in_threadpool(_check_scope, actor, repo)
+    # The middleware has bounded the body already (request_limits.AuthenticatedFirst).
     body = await request.body()
-    if len(body) > MAX_UPLOAD_BYTES:
-        raise HTTPException(413, f"the file is larger than {MAX_UPLOAD_BYTES} bytes")
     with tempfile.TemporaryDirectory(prefix="roofwatch-upload-") as scratch:
         path = Path(scratch) / "results.json"
         path.write_bytes(body)

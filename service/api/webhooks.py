@@ -37,6 +37,7 @@ from roofwatch.service.core.models import WebhookDelivery
 from roofwatch.service.flows import github_events as events
 from roofwatch.service.github import payloads, signature
 from roofwatch.service.github.payloads import EVENT_MODELS
+from roofwatch.service.records.storable import without_nul
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +144,8 @@ async def github_webhook(request: Request) -> JSONResponse:
     if len(event) > MAX_HEADER_VALUE or len(delivery_id) > MAX_HEADER_VALUE:
         raise HTTPException(400, f"X-GitHub-Event and X-GitHub-Delivery are at most {MAX_HEADER_VALUE} characters")
     try:
-        data = payloads.parse(body)
+        # A NUL is valid JSON but no text PostgreSQL stores; GitHub never sends one.
+        data = without_nul(payloads.parse(body))
     except PayloadError as exc:
         raise HTTPException(400, str(exc)) from exc
     return _accept(event, delivery_id, data)

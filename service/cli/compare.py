@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from roofwatch.service.cli.consoles import inert
 from roofwatch.service.cli.progress import describe
 from roofwatch.service.cli.run import one_off_suites
 from roofwatch.service.core.config import get_settings
@@ -26,6 +27,7 @@ from roofwatch.service.records.runs import upsert_commit
 from roofwatch.workers import checkout
 from roofwatch.workers.device import probe, queue_name
 from roofwatch.workers.progress import Activity, local_activity
+from roofwatch.workers.redaction import redact
 
 # Exit codes: a CI step can gate on them.
 EXIT = {"no-change": 0, "improvement": 0, "regression": 1, "failure": 1, "inconclusive": 3, "errored": 2}
@@ -57,7 +59,7 @@ def execute(request: CompareRequest, console: Console) -> tuple[int, dict[str, A
         infos = [checkout.commit_info(mirror, sha) for sha in (base_sha, head_sha)]
         one_off = one_off_suites(request.suites_file, request.suites_from, source)
     except (RoofwatchError, OSError) as exc:
-        console.print(f"[bold red]error:[/] {exc}")
+        console.print(f"[bold red]error:[/] {inert(redact(str(exc)))}")
         return 2, None
 
     device = probe()
@@ -78,13 +80,13 @@ def execute(request: CompareRequest, console: Console) -> tuple[int, dict[str, A
 
     queue = queue_name(device.device_class)
     mode = "in-process" if settings.embedded else f"queue {queue}"
-    console.print(f"[bold]{repository.full_name}[/] {base_sha[:12]} (base) vs {head_sha[:12]} (head) on "
-                  f"{device.device_class}, {job.min_rounds}–{job.max_rounds} interleaved rounds ({mode})")
+    console.print(f"[bold]{inert(repository.full_name)}[/] {base_sha[:12]} (base) vs {head_sha[:12]} (head) on "
+                  f"{inert(device.device_class)}, {job.min_rounds}–{job.max_rounds} interleaved rounds ({mode})")
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console) as bar:
         task = bar.add_task("starting", total=None)
 
         def show(activity: Activity) -> None:
-            bar.update(task, description=describe(activity, "compare"))
+            bar.update(task, description=describe(replace(activity, suite=inert(activity.suite)), "compare"))
 
         token = local_activity.set(show)
         try:

@@ -12,6 +12,7 @@ import os
 import sys
 
 from rich.console import Console
+from rich.markup import escape
 
 OFF_TERMINAL_WIDTH = 10_000  # characters: wider than any table roofwatch prints, so none is truncated
 
@@ -21,3 +22,14 @@ def make_console(stderr: bool = False) -> Console:
     if stream.isatty() or os.environ.get("COLUMNS"):
         return Console(stderr=stderr)
     return Console(stderr=stderr, width=OFF_TERMINAL_WIDTH)
+
+
+# C0 controls (tab and newline included: one value, one line), DEL and C1 controls: ANSI/OSC
+# escapes that would recolour, retitle or hyperlink a terminal, or forge a line of output.
+_CONTROL = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F, *range(0x80, 0xA0))}
+
+
+def inert(value: object) -> str:
+    """Text from outside (a commit title, a suite or benchmark name, a CSV column) made inert for Rich:
+    its markup escaped (``[/]``, ``[link=…]``) and its control characters written out as ``\\xNN``."""
+    return escape(str(value).translate(_CONTROL))

@@ -14,16 +14,19 @@ from rich.table import Table
 
 from roofwatch.service.cli import suites as suites_command
 from roofwatch.service.cli import upload as upload_command
-from roofwatch.service.cli.consoles import make_console
+from roofwatch.service.cli.consoles import inert, make_console
 from roofwatch.service.cli.database import prepare_database
 from roofwatch.service.core.config import get_settings
+from roofwatch.workers.redaction import redact
 
 app = typer.Typer(help="Performance-regression CI for GPU kernels.", no_args_is_help=True,
                   pretty_exceptions_enable=False)
 repo_app = typer.Typer(help="Register repositories.", no_args_is_help=True)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 demo_app = typer.Typer(help="The demo kernel repository with planted changes.", no_args_is_help=True)
+token_app = typer.Typer(help="Per-repository upload tokens (they upload results, nothing else).", no_args_is_help=True)
 app.add_typer(repo_app, name="repo")
+app.add_typer(token_app, name="token")
 app.add_typer(db_app, name="db")
 app.add_typer(demo_app, name="demo")
 console = make_console()
@@ -31,7 +34,8 @@ err = make_console(stderr=True)
 
 
 def _fail(message: str, code: int = 2) -> None:
-    err.print(f"[bold red]error:[/] {message}")
+    # The message may quote a commit, a suite or a URL: never markup, never a credential.
+    err.print(f"[bold red]error:[/] {inert(redact(message))}")
     raise typer.Exit(code)
 
 
@@ -67,7 +71,7 @@ def repo_add(
     try:
         with session_scope() as session:
             repository = register(session, full_name, clone_url, default_branch, trust_policy, suite_network)
-            console.print(f"registered [bold]{repository.full_name}[/] → {repository.clone_url}")
+            console.print(f"registered [bold]{escape(repository.full_name)}[/] → {escape(redact(repository.clone_url))}")
             if suites is not None:
                 suites_command.set_suites(session, repository, suites, console)
     except (RoofwatchError, OSError) as exc:
@@ -75,6 +79,72 @@ def repo_add(
 
 
 repo_app.command("set-suites")(suites_command.set_suites_command)
+
+
+@token_app.command("add")
+def token_add(
+    repo: Annotated[str, typer.Option("--repo", help="registered OWNER/NAME the token uploads results for")],
+    label: Annotated[str, typer.Option("--label", help="what the token is for, e.g. the CI job")] = "",
+) -> None:
+    """Make an upload token for REPO and print it once (only its hash is kept)."""
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.core.errors import RoofwatchError
+    from roofwatch.service.records import upload_tokens
+    from roofwatch.service.records.repositories import find_repository
+
+    prepare_database()
+    try:
+        with session_scope() as session:
+            repository = find_repository(session, repo)
+            row, token = upload_tokens.issue(session, repository, label)
+            err.print(f"upload token {row.id} for {escape(repository.full_name)} (shown once; keep it in your CI's secrets):")
+    except RoofwatchError as exc:
+        _fail(str(exc))
+    # The token alone on stdout, so `TOKEN=$(roofwatch token add --repo R)` works.
+    print(token)
+
+
+@token_app.command("list")
+def token_list(repo: Annotated[str, typer.Option("--repo", help="registered OWNER/NAME")]) -> None:
+    """The upload tokens of REPO (ids, labels, dates; never the tokens)."""
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.core.errors import RoofwatchError
+    from roofwatch.service.records import upload_tokens
+    from roofwatch.service.records.repositories import find_repository
+
+    prepare_database()
+    try:
+        with session_scope() as session:
+            rows = upload_tokens.listed(session, find_repository(session, repo))
+    except RoofwatchError as exc:
+        _fail(str(exc))
+    table = Table("id", "label", "created", "revoked")
+    for row in rows:
+        table.add_row(str(row.id), escape(row.label), f"{row.created_at:%Y-%m-%d %H:%M}",
+                      f"{row.revoked_at:%Y-%m-%d %H:%M}" if row.revoked_at else "")
+    console.print(table)
+
+
+@token_app.command("revoke")
+def token_revoke(
+    token_id: Annotated[int, typer.Argument(help="the id `roofwatch token list` shows")],
+    repo: Annotated[str, typer.Option("--repo", help="registered OWNER/NAME")],
+) -> None:
+    """Revoke an upload token: requests with it get 401 from now on."""
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.core.errors import RoofwatchError
+    from roofwatch.service.records import upload_tokens
+    from roofwatch.service.records.repositories import find_repository
+
+    prepare_database()
+    try:
+        with session_scope() as session:
+            revoked = upload_tokens.revoke(session, find_repository(session, repo), token_id)
+    except RoofwatchError as exc:
+        _fail(str(exc))
+    if not revoked:
+        _fail(f"{repo} has no live upload token {token_id}")
+    console.print(f"upload token {token_id} revoked")
 
 
 @demo_app.command("init")
@@ -150,13 +220,28 @@ def worker(
     loglevel: Annotated[str, typer.Option("--loglevel")] = "info",
 ) -> None:
     """A Celery worker: this machine's device queue plus `cpu` and `ingest` by default."""
+    from pydantic import ValidationError
+
+    from roofwatch.workers.settings import get_worker_settings
+
+    # A GPU worker reads only its own settings: it must start without the service's credentials.
+    # Checked before the Celery app (which reads them too) is imported.
+    try:
+        settings = get_worker_settings()
+    except ValidationError as exc:
+        _fail("; ".join(str(error["msg"]).removeprefix("Value error, ") for error in exc.errors()))
     from roofwatch.workers.logs import install_celery_logging
     from roofwatch.workers.worker import plan, start_worker
 
-    if get_settings().embedded:
+    if settings.embedded:
         _fail("a worker needs ROOFWATCH_BROKER_URL (without a broker, `roofwatch run` executes in-process)")
-    install_celery_logging(get_settings().log_format, loglevel)
+    install_celery_logging(settings.log_format, loglevel)
     chosen = plan(gpu, queues, name)
+    if not chosen.gpu_only:
+        get_settings()  # ingest and cpu work use the database: the service's checks apply
+    if settings.sandbox == "unconfined":
+        err.print("[bold yellow]warning:[/] ROOFWATCH_SANDBOX=unconfined: suites run without the sandbox and see "
+                  "this host's files, processes and network; only for a single trusted user's own code")
     console.print(f"worker [bold]{chosen.node}[/] for [bold]{chosen.device_class}[/] on queues {','.join(chosen.queues)}")
     start_worker(chosen, loglevel)
 
@@ -224,7 +309,8 @@ def regressions(
         pct = "" if row["change_pct"] is None else f"{row['change_pct']:+.1f}"
         interval = "" if row["ci_low"] is None else f"[{row['ci_low']:+.1f}, {row['ci_high']:+.1f}]"
         p = "" if row["p_value"] is None else f"{row['p_value']:.2g}"
-        table.add_row(escape(row["benchmark"]), row["suite"], row["kind"], commit, pct, interval, p, row["state"])
+        table.add_row(inert(row["benchmark"]), inert(row["suite"]), inert(row["kind"]), inert(commit), pct, interval, p,
+                      inert(row["state"]))
     console.print(table if rows else "no changes detected")
 
 
@@ -337,7 +423,7 @@ def changepoints(
     table = Table("series", "index", "commit", "before", "after", "Δ %", "p")
     for name, points in found.items():
         for cp in points:
-            table.add_row(name, str(cp["index"]), str(cp["commit"])[:12], f"{cp['before']:.4g}",
+            table.add_row(inert(name), str(cp["index"]), inert(str(cp["commit"])[:12]), f"{cp['before']:.4g}",
                           f"{cp['after']:.4g}", f"{cp['change_pct']:+.2f}", f"{cp['p_value']:.2g}")
     console.print(table if table.row_count else "no change points")
 

@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from sqlmodel import select
 
+from roofwatch.service.cli.consoles import inert
 from roofwatch.service.cli.progress import Purposes, describe
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.db import session_scope
@@ -30,6 +31,7 @@ from roofwatch.workers import checkout
 from roofwatch.workers.device import probe, queue_name
 from roofwatch.workers.external_suites import parse_suites_file
 from roofwatch.workers.progress import Activity, local_activity
+from roofwatch.workers.redaction import redact
 
 DEFAULT_LAST = 1
 
@@ -90,7 +92,7 @@ def execute(request: RunRequest, console: Console, report: Report | None = None)
         infos = sorted((checkout.commit_info(mirror, sha) for sha in shas), key=lambda i: i.position)
         one_off = one_off_suites(request.suites_file, request.suites_from, source)
     except (RoofwatchError, OSError) as exc:
-        console.print(f"[bold red]error:[/] {exc}")
+        console.print(f"[bold red]error:[/] {inert(redact(str(exc)))}")
         return 2
 
     device = probe()
@@ -112,13 +114,13 @@ def execute(request: RunRequest, console: Console, report: Report | None = None)
             planned.append((run.id, info.sha))  # type: ignore[arg-type]
 
     for sha in skipped:
-        console.print(f"[dim]{sha[:12]} already measured on {device.device_class} (use --force to re-run)[/]")
+        console.print(f"[dim]{sha[:12]} already measured on {inert(device.device_class)} (use --force to re-run)[/]")
     if not planned:
         report(_runs_for(infos, repository.id, device.fingerprint))  # type: ignore[arg-type]
         return 0
 
     mode = "in-process" if settings.embedded else f"queue {queue}"
-    console.print(f"[bold]{repository.full_name}[/]: {len(planned)} commit(s) on {device.device_class} ({mode})")
+    console.print(f"[bold]{inert(repository.full_name)}[/]: {len(planned)} commit(s) on {inert(device.device_class)} ({mode})")
     results = []
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=console) as bar:
@@ -130,14 +132,14 @@ def execute(request: RunRequest, console: Console, report: Report | None = None)
                 assert queued is not None
                 commit = session.exec(select(Commit).where(Commit.id == queued.commit_id)).one()
                 job = replace(job_for(queued, repository, commit, settings), **one_off)
-            label = f"{sha[:12]} {commit.message.splitlines()[0][:50] if commit.message else ''}"
+            label = f"{sha[:12]} {inert(commit.message.splitlines()[0][:50]) if commit.message else ''}"
             bar.update(overall, description=label)
 
             def show(activity: Activity, _run_id: int = run_id, _label: str = label) -> None:
                 # Follow-ups (bisection runs, confirmation A/Bs) run inside this commit's call:
                 # each is named by its own commits and purpose, not by this commit.
                 own = _label if activity.kind == "run" and activity.id == _run_id else None
-                text = describe(activity, purposes(activity), own)
+                text = describe(replace(activity, suite=inert(activity.suite)), purposes(activity), own)
                 if activity.event != "start":
                     bar.console.print(f"  {text}")
                 bar.update(overall, description=text)
@@ -204,9 +206,9 @@ def _summary(console: Console, rows: list[dict[str, object]]) -> None:
         style = STATE_STYLE.get(str(row["state"]), "")
         table.add_row(str(row["run"]), str(row["sha"])[:12], f"[{style}]{row['state']}[/]",
                       str(row["passed"]), str(row["failed"]), str(row["benchmarks"]),
-                      ", ".join(row["changes"]), str(row["title"]))  # type: ignore[arg-type]
+                      inert(", ".join(row["changes"])), inert(row["title"]))  # type: ignore[arg-type]
     console.print(table)
     for row in rows:
         if row["reason"] and row["state"] != "succeeded":
-            console.print(f"[dim]{str(row['sha'])[:12]}: {row['reason']}[/]")
+            console.print(f"[dim]{str(row['sha'])[:12]}: {inert(row['reason'])}[/]")
     console.print(f"dashboard: roofwatch serve, then {dashboard_url()}")

@@ -19,7 +19,7 @@ err = Console(stderr=True)
 
 def set_suites(session: Session, repository: Repository, path: Path, out: Console) -> None:
     config = store(session, repository, path.read_text(encoding="utf-8"), path.name)
-    out.print(f"{repository.full_name}: suites v{config.version} from {path.name} stored")
+    out.print(f"{escape(repository.full_name)}: suites v{config.version} from {escape(path.name)} stored")
 
 
 def set_suites_command(

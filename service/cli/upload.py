@@ -10,9 +10,10 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
+from roofwatch.service.cli.consoles import inert
 from roofwatch.service.records.upload_formats import FORMATS
+from roofwatch.workers.redaction import redact
 
 console = Console()
 err = Console(stderr=True)
@@ -43,18 +44,18 @@ def upload(
     try:
         outcome = upload_and_report(UploadRequest(repo, commit, file, format_, device_class, suite, pr, base))
     except RoofwatchError as exc:
-        err.print(f"[bold red]error:[/] {escape(str(exc))}")
+        err.print(f"[bold red]error:[/] {inert(redact(str(exc)))}")
         raise typer.Exit(2) from exc
     if output == "json":
         sys.stdout.write(json.dumps(asdict(outcome), indent=2) + "\n")
     else:
         what = "stored" if outcome.created else "already stored (same file, same commit)"
         console.print(f"run {outcome.run_id}: {outcome.measurements} {outcome.format} result(s) for "
-                      f"{outcome.repository}@{outcome.sha[:12]} on {outcome.device_class} {what}")
+                      f"{inert(outcome.repository)}@{outcome.sha[:12]} on {inert(outcome.device_class)} {what}")
         for line in outcome.skipped:
-            console.print(f"  left out: {line}")
+            console.print(f"  left out: {inert(line)}")
         for line in outcome.unconfirmed:
-            console.print(f"  [yellow]{line}[/]: not confirmed (uploaded, not re-measured; A/B and bisection need a runner)")
+            console.print(f"  [yellow]{inert(line)}[/]: not confirmed (uploaded, not re-measured; A/B and bisection need a runner)")
         if outcome.comparison_id is not None:
-            console.print(f"pull request #{pr}: {outcome.verdict} (comparison {outcome.comparison_id})")
+            console.print(f"pull request #{pr}: {inert(outcome.verdict)} (comparison {outcome.comparison_id})")
     raise typer.Exit(1 if outcome.verdict == "regression" else 0)

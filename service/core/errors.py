@@ -6,6 +6,7 @@
      │    └── UnknownRevision         the SHA / ref / range does not exist in the repository
      ├── SuiteConfigError             [tool.roofwatch] is present but malformed
      ├── ResultFileError              a suite's JUnit XML / benchmark JSON is missing or unreadable
+     ├── UnsafePath                   a commit's path leaves its worktree, is a link, no file, or too large
      ├── CalibrationError             the device's peaks could not be measured
      ├── SandboxUnavailable           bubblewrap is missing or cannot confine a suite on this host
      ├── UnknownRepository            a repository nobody registered, or a name that is not OWNER/NAME
@@ -35,12 +36,13 @@ from roofwatch.workers.errors import (
     SuiteConfigError,
     UnknownRepository,
     UnknownRevision,
+    UnsafePath,
 )
 
 __all__ = [
     "CalibrationError", "CheckoutError", "CsvHistoryError", "GitHubError", "IngestError", "PayloadError", "PullRequestError",
     "RemoteUnreachable", "ResultFileError", "RetryableGitHubError", "RoofwatchError", "SandboxUnavailable", "SuiteConfigError",
-    "TriageError", "UnknownRepository", "UnknownRevision", "UploadError", "UploadFormatError",
+    "TriageError", "UnknownRepository", "UnknownRevision", "UnsafePath", "UploadError", "UploadFormatError",
     "ArtifactLookupError", "DemoError",
 ]
 

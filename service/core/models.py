@@ -26,6 +26,11 @@ TRIAGE_STATES: tuple[str, ...] = get_args(TriageState)
 TRUST_POLICIES = ("maintainers-only", "everyone")
 
 
+# Primary keys are INTEGER columns: 32-bit on PostgreSQL. A larger id in a URL is a bad request
+# (422), not a database error.
+ROW_ID_MAX = 2**31 - 1
+
+
 class Repository(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     full_name: str = Field(unique=True, index=True)
@@ -39,6 +44,20 @@ class Repository(SQLModel, table=True):
     # The operator's switch: this repository's suites may reach the network (setup always may).
     suite_network: bool = False
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class UploadToken(SQLModel, table=True):
+    """A repository's upload token: it may store results for that repository and do nothing else.
+
+    Only a SHA-256 of the token is kept; the token itself is shown once, when it is made.
+    """
+
+    id: int | None = Field(default=None, primary_key=True)
+    repository_id: int = Field(foreign_key="repository.id", index=True)
+    token_sha256: str = Field(unique=True, index=True, max_length=64)
+    label: str = ""
+    created_at: datetime = Field(default_factory=utcnow)
+    revoked_at: datetime | None = None
 
 
 class PullRequestHead(SQLModel, table=True):

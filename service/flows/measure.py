@@ -23,6 +23,8 @@ def job_for(run: Run, repository: Repository, commit: Commit, settings: Settings
         repository=repository.full_name, clone_url=repository.clone_url, sha=commit.sha,
         data_dir=str(settings.data_dir), suite_timeout_s=settings.suite_timeout,
         output_limit=settings.output_limit, suite_network=repository.suite_network,
+        # A pull request's head must not fill a cache that the branch's own runs then use.
+        shared_setup_cache=run.trigger != "pull_request",
         **job_fields(run, repository),
     )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 from sqlalchemy import String, any_, bindparam, insert
@@ -27,6 +28,7 @@ from roofwatch.service.core.models import (
 )
 from roofwatch.service.records import compiled_artifacts
 from roofwatch.service.records.roofline import fraction_of_roofline, peaks_for
+from roofwatch.service.records.storable import storable_envelope
 from roofwatch.workers.envelope import ENVELOPE_VERSION, DeviceInfo, Envelope, MeasurementRecord
 from roofwatch.workers.redaction import redact_json
 
@@ -75,6 +77,7 @@ def ingest_envelope(session: Session, envelope: Envelope) -> Run:
 
     repository = session.get(Repository, run.repository_id)
     assert repository is not None
+    envelope = storable_envelope(envelope)
     device = upsert_device(session, envelope.device)
     run.device_id = device.id
     _update_commit(session, run, envelope)
@@ -92,7 +95,12 @@ def ingest_envelope(session: Session, envelope: Envelope) -> Run:
         if suite.status != "passed":
             excerpts.append(f"== {suite.name}: {suite.reason}\n{suite.output_tail[-2000:]}")
         outcomes += [{"run_id": run_id, "suite": suite.name, **outcome.model_dump()} for outcome in suite.outcomes]
-        records += [(suite.name, record) for record in suite.measurements]
+        timed = [record for record in suite.measurements if _timing(record.median) and _timing(record.min)]
+        if len(timed) < len(suite.measurements):
+            # A worker of another version may send what today's parser refuses; it is no measurement.
+            excerpts.append(f"== {suite.name}: {len(suite.measurements) - len(timed)} measurement(s) "
+                            "without a positive, finite median were not stored")
+        records += [(suite.name, record) for record in timed]
 
     # Rows go in as multi-row INSERTs: a suite can report tens of thousands of measurements,
     # and one ORM round trip per row would make ingest the slowest step of a run.
@@ -236,4 +244,11 @@ def _insert_measurements(session: Session, rows: list[dict[str, object]]) -> Non
 
 
 def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, (int, float)) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    number = float(value) if abs(value) < 1e308 else math.inf
+    return number if math.isfinite(number) else None
+
+
+def _timing(value: float) -> bool:
+    return math.isfinite(value) and value > 0

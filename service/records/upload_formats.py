@@ -44,7 +44,18 @@ def read_results(path: Path, fmt: str = "auto", device_class: str | None = None)
         fmt = detect_format(data)
     if fmt not in READERS:
         raise UploadFormatError(f"unknown format {fmt!r}; roofwatch reads {', '.join(FORMATS)} (or auto)")
-    parsed = READERS[fmt](path, data, device_class)
+    try:
+        parsed = READERS[fmt](path, data, device_class)
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError, RecursionError) as exc:
+        # A well-formed file whose fields have the wrong types (a list where a unit belongs,
+        # "inf" as a count, a scalar where a list belongs): the file's fault, said as such.
+        raise UploadFormatError(f"{path.name}: not a {fmt} file roofwatch can read: a field has the wrong type or "
+                                f"value ({type(exc).__name__}: {str(exc)[:200]})") from exc
+    bad = [m.name for m in parsed.measurements
+           if not all(_finite(v) and v > 0 for v in (m.median, m.min, m.mean))]
+    if bad:
+        raise UploadFormatError(f"{path.name}: {len(bad)} benchmark(s) without a positive, finite time, "
+                                f"e.g. {bad[0]!r:.200}; nothing was stored")
     if not parsed.measurements:
         why = f" ({'; '.join(parsed.skipped[:5])})" if parsed.skipped else ""
         raise UploadFormatError(f"{path.name}: no timing results in this {fmt} file{why}")
@@ -64,6 +75,10 @@ def _load_json(path: Path) -> Any:
         raise UploadFormatError(f"{path.name} is not UTF-8 text: {exc}") from exc
     except json.JSONDecodeError as exc:
         raise UploadFormatError(f"{path.name} is not valid JSON (truncated?): {exc}") from exc
+    except RecursionError as exc:
+        raise UploadFormatError(f"{path.name} is nested too deeply to read") from exc
+    except ValueError as exc:  # an integer of more than 4300 digits
+        raise UploadFormatError(f"{path.name} is not JSON roofwatch reads: {exc}") from exc
 
 
 def detect_format(data: Any) -> str:
@@ -296,9 +311,16 @@ def _text(entry: dict[str, Any], key: str, path: Path) -> str:
 
 def _positive(entry: dict[str, Any], key: str, path: Path) -> float:
     value = entry.get(key)
-    if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise UploadFormatError(f"{path.name}: {entry.get('name')}: '{key}' must be a positive number, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not _finite(value) or value <= 0:
+        raise UploadFormatError(f"{path.name}: {entry.get('name')!r:.200}: '{key}' must be a positive number, "
+                                f"got {value!r:.40}")
     return float(value)
+
+
+def _finite(value: object) -> bool:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return abs(value) < 2**63
+    return isinstance(value, float) and math.isfinite(value)
 
 
 Reader = Callable[[Path, Any, "str | None"], ParsedResults]

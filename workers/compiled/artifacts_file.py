@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from roofwatch.workers.envelope import CompiledArtifactRecord
 from roofwatch.workers.errors import ResultFileError
+from roofwatch.workers.results import load_json, read_result
 
 
 def parse_compiled_json(path: Path) -> list[CompiledArtifactRecord]:
-    if not path.is_file():
+    if not path.is_file() and not path.is_symlink():
         raise ResultFileError("the compile suite wrote no artifacts file (did its pytest load roofwatch.workers.compiled.plugin?)")
+    data = load_json(read_result(path, "artifacts file"), "artifacts file")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
         return [CompiledArtifactRecord.model_validate(item) for item in data["artifacts"]]
-    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValidationError) as exc:
+    except (KeyError, TypeError, ValidationError) as exc:
         raise ResultFileError(f"artifacts file is not valid: {exc}") from exc
 
 
