@@ -21,10 +21,16 @@ from roofwatch.service.github.comment import MARKER
 
 REPO = "acme/kernels"
 
+# The benchmark's time is a 4 ms sleep the commit sets, and the repository says a change under
+# 50 % does not count: identical code is then shown to be "no change" within the rounds these
+# tests allow, however busy the host (pure-Python timings vary 5–25 % between processes here).
 PYPROJECT = """\
 [project]
 name = "tiny-kernels"
 version = "0.0.1"
+
+[tool.roofwatch]
+min_effect = "50%"
 
 [[tool.roofwatch.suites]]
 name = "correctness"
@@ -39,7 +45,8 @@ command = "python -m pytest bench -q -p no:cacheprovider --benchmark-only --benc
 KERNEL = "def scale(xs, a):\n    return [a * x for x in xs]\n"
 BUGGY = "def scale(xs, a):\n    return [a * x for x in xs[:-1]]\n"
 CHECKS = "from kernel import scale\n\n\ndef test_scale():\n    assert scale([1.0, 2.0, 3.0], 2.0) == [2.0, 4.0, 6.0]\n"
-BENCH = "from kernel import scale\n\nXS = [float(i) for i in range(2000)]\n\n\ndef test_scale(benchmark):\n    benchmark(scale, XS, 3.0)\n"
+BENCH = ("import time\n\nfrom kernel import scale\n\nXS = [float(i) for i in range(200)]\n\n\n"
+         "def test_scale(benchmark):\n    benchmark(lambda: (time.sleep(0.004), scale(XS, 3.0)))\n")
 
 
 @pytest.fixture
