@@ -95,11 +95,10 @@ def _first_position(session: Session, benchmark_id: int) -> int | None:
         .order_by(col(Measurement.run_id)).limit(1)).scalar_one_or_none()
 
 
-def choose(oldest: int, newest: int, first: int | None, last: int | None,
-           commits: int = DEFAULT_COMMITS) -> Window:
+def choose(oldest: int, newest: int, first: int | None, last: int | None, commits: int | None = None) -> Window:
     """The window asked for, clamped to what exists; by default the newest ``commits`` commits."""
     end = newest if last is None else max(oldest, min(last, newest))
-    start = end - commits + 1 if first is None else first
+    start = end - (commits or DEFAULT_COMMITS) + 1 if first is None else first
     return Window(max(oldest, min(start, end)), end, oldest, newest)
 
 
