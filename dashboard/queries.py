@@ -188,15 +188,22 @@ def confirmed_between(session: Session, repository_id: int | None,
     if repository_id is not None:
         query = query.where(Commit.repository_id == repository_id)
     position = {sha: pos for sha, pos in session.exec(query).all() if pos is not None}
-    changes = session.exec(
-        select(Change, Commit.position).join(Commit, col(Change.first_bad_commit_id) == col(Commit.id))
+    if not position:
+        return {}
+    # Only changes between the oldest earlier commit and the newest later one: the span of the
+    # comparison, not every change the benchmarks ever had. Columns, not Change rows (with details).
+    changes = session.execute(
+        sa_select(col(Change.benchmark_id), col(Change.kind), col(Commit.position))
+        .join(Commit, col(Change.first_bad_commit_id) == col(Commit.id))
         .where(col(Change.benchmark_id).in_(list(spans)), shown(), col(Change.kind).in_(PERF_KINDS),
-               col(Change.state) != "invalid")).all()
+               col(Change.state) != "invalid",
+               col(Commit.position) > min(position.values()), col(Commit.position) <= max(position.values()))
+        .order_by(col(Change.id))).all()
     found: dict[int, str] = {}
-    for change, at in changes:
-        before, after = (position.get(sha) for sha in spans[change.benchmark_id])  # type: ignore[index]
+    for benchmark_id, kind, at in changes:
+        before, after = (position.get(sha) for sha in spans[benchmark_id])
         if at is not None and before is not None and after is not None and before < at <= after:
-            found[change.benchmark_id] = change.kind  # type: ignore[index]
+            found[benchmark_id] = kind
     return found
 
 

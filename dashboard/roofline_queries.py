@@ -157,20 +157,32 @@ def _plottable(filters: Filters) -> SelectOfScalar[Any]:
 def latest_points(session: Session, filters: Filters, device_class: str, upto: int | None = None) -> list[KernelPoint]:
     """Each filtered benchmark's newest measurement on ``device_class`` (in runs up to ``upto``).
 
-    One query. The newest points come from ``latestmeasurement``, kept at ingest: a read as long
-    as the list of benchmarks, whatever the length of history. An earlier run's points
-    (``upto``) take a correlated ``ORDER BY run_id DESC LIMIT 1`` per benchmark instead of a
-    ``GROUP BY``: over the (benchmark_id, run_id) index that is one short backward index scan
-    from ``upto``, where ``max()`` per group reads every measurement ever stored. Excluded runs
-    are a (small) id list to skip, not a join, so that scan stops at the first hit.
+    The newest points come from ``latestmeasurement``, kept at ingest: a read as long as the list
+    of benchmarks, whatever the length of history. An earlier run's points (``upto``, a branch
+    run) are first that run's own measurements — one run's rows, stored together — and only the
+    benchmarks it did not measure take a correlated ``ORDER BY run_id DESC LIMIT 1`` each: over
+    the (benchmark_id, run_id) index a short backward scan from ``upto``, where ``max()`` per
+    group reads every measurement ever stored. Excluded runs are a (small) id list to skip, not a
+    join, so that scan stops at the first hit.
     """
     if upto is None:
         return _newest_points(session, filters, device_class)
+    plottable = _plottable(replace(filters, device=device_class))
+    at_run = session.execute(
+        sa_select(col(Benchmark.id), col(Benchmark.name), col(Benchmark.shape), col(Benchmark.dtype),
+                  col(Benchmark.impl), col(Benchmark.flops), col(Benchmark.bytes), col(Measurement.median),
+                  col(Measurement.run_id), col(Commit.sha), col(Measurement.roofline_fraction))
+        .select_from(Measurement)
+        .join(Benchmark, col(Benchmark.id) == col(Measurement.benchmark_id))
+        .join(Run, col(Run.id) == col(Measurement.run_id))
+        .join(Commit, col(Commit.id) == col(Run.commit_id))
+        .where(col(Measurement.run_id) == upto, col(Benchmark.id).in_(plottable))).all()
+    points = [KernelPoint(*row) for row in at_run if row.median > 0]
+    measured_there = col(Benchmark.id).in_(sa_select(col(Measurement.benchmark_id)).where(col(Measurement.run_id) == upto))
     skipped = select(Run.id).where(col(Run.trigger).in_(EXCLUDED_TRIGGERS))
     newest = (sa_select(col(Measurement.run_id))
               .where(col(Measurement.benchmark_id) == col(Benchmark.id), col(Measurement.run_id).not_in(skipped)))
-    if upto is not None:
-        newest = newest.where(col(Measurement.run_id) <= upto)
+    newest = newest.where(col(Measurement.run_id) <= upto)
     newest_run = newest.order_by(col(Measurement.run_id).desc()).limit(1).correlate(Benchmark).scalar_subquery()
     query = (sa_select(col(Benchmark.id), col(Benchmark.name), col(Benchmark.shape), col(Benchmark.dtype),
                        col(Benchmark.impl), col(Benchmark.flops), col(Benchmark.bytes), col(Measurement.median),
@@ -180,10 +192,9 @@ def latest_points(session: Session, filters: Filters, device_class: str, upto: i
                                      col(Measurement.run_id) == newest_run))
              .join(Run, col(Run.id) == col(Measurement.run_id))
              .join(Commit, col(Commit.id) == col(Run.commit_id))
-             .where(col(Benchmark.id).in_(_plottable(replace(filters, device=device_class))),
-                    col(Measurement.median) > 0)
-             .order_by(col(Benchmark.id)))
-    return [KernelPoint(*row) for row in session.execute(query).all()]
+             .where(col(Benchmark.id).in_(plottable), ~measured_there, col(Measurement.median) > 0))
+    points += [KernelPoint(*row) for row in session.execute(query).all()]
+    return sorted(points, key=lambda p: p.benchmark_id)
 
 
 def _newest_points(session: Session, filters: Filters, device_class: str) -> list[KernelPoint]:
