@@ -109,12 +109,14 @@ def _in_window(window: Window) -> Any:
     return placed & (col(Commit.position) >= window.first)
 
 
-def _window_runs(session: Session, repository_id: int, window: Window) -> list[int]:
-    """Ids of the branch runs on commits inside the window: the ``commit.position`` index, then ``run.commit_id``."""
-    return list(session.execute(
-        sa_select(col(Run.id)).join(Commit, col(Run.commit_id) == col(Commit.id))
-        .where(col(Commit.repository_id) == repository_id, col(Run.trigger) != OFF_BRANCH, _in_window(window))
-    ).scalars())
+def _window_runs(session: Session, repository_id: int, window: Window) -> dict[int, dict[str, Any]]:
+    """The branch runs on commits inside the window: run id → its commit's id, position and sha."""
+    rows = session.execute(
+        sa_select(col(Run.id).label("run_id"), col(Commit.id).label("commit_id"),
+                  col(Commit.position).label("position"), col(Commit.sha).label("sha"))
+        .join(Commit, col(Run.commit_id) == col(Commit.id))
+        .where(col(Commit.repository_id) == repository_id, col(Run.trigger) != OFF_BRANCH, _in_window(window)))
+    return {row.run_id: dict(row._mapping) for row in rows}
 
 
 def points(session: Session, repository_id: int, benchmark_ids: Sequence[int],
@@ -122,6 +124,8 @@ def points(session: Session, repository_id: int, benchmark_ids: Sequence[int],
     """Each series' points inside the window, oldest first: run, commit id, position and sha, median, roofline.
 
     No commit message or author: those are fetched (:func:`with_commits`) for the points the chart draws.
+    The measurements are read from the index alone (no join): which run belongs to the window, and
+    at which commit, is already known from the window's runs.
     """
     series: dict[int, list[dict[str, Any]]] = {i: [] for i in benchmark_ids}
     runs = _window_runs(session, repository_id, window)
@@ -131,19 +135,17 @@ def points(session: Session, repository_id: int, benchmark_ids: Sequence[int],
     # Runs made in order give one dense stretch of ids: read it as an index range. A window whose
     # stretch is mostly other runs (a bisection of its commits long after) probes its ids instead.
     dense = high - low + 1 <= 2 * len(runs) or len(runs) > MAX_PROBED_RUNS
-    in_runs = col(Measurement.run_id).between(low, high) if dense else col(Measurement.run_id).in_(runs)
-    query: Any = (sa_select(col(Measurement.benchmark_id).label("benchmark_id"), col(Run.id).label("run_id"),
-                       col(Commit.id).label("commit_id"), col(Commit.position).label("position"),
-                       col(Commit.sha).label("sha"), col(Measurement.median).label("median"), col(Measurement.iqr).label("iqr"),
-                       col(Measurement.n).label("n"), col(Measurement.roofline_fraction).label("roofline_fraction"))
-             .select_from(Measurement)
-             .join(Run, col(Measurement.run_id) == col(Run.id))
-             .join(Commit, col(Run.commit_id) == col(Commit.id))
-             .where(col(Measurement.benchmark_id).in_(benchmark_ids), in_runs,
-                    col(Run.trigger) != OFF_BRANCH, _in_window(window))
-             .order_by(col(Commit.position).is_not(None), col(Commit.position), col(Run.id)))
+    in_runs = col(Measurement.run_id).between(low, high) if dense else col(Measurement.run_id).in_(list(runs))
+    query = (sa_select(col(Measurement.benchmark_id), col(Measurement.run_id), col(Measurement.median),
+                       col(Measurement.iqr), col(Measurement.n), col(Measurement.roofline_fraction))
+             .where(col(Measurement.benchmark_id).in_(benchmark_ids), in_runs))
     for row in session.execute(query):
-        series[row.benchmark_id].append(dict(row._mapping))
+        run = runs.get(row.run_id)
+        if run is not None:  # a run in the id range but on a commit outside the window is skipped
+            series[row.benchmark_id].append({**run, "median": row.median, "iqr": row.iqr, "n": row.n,
+                                             "roofline_fraction": row.roofline_fraction})
+    for points_of in series.values():  # branch order, unplaced commits first (as the oldest)
+        points_of.sort(key=lambda p: (p["position"] is not None, p["position"] or 0, p["run_id"]))
     return series
 
 
