@@ -64,8 +64,8 @@ def change_rows(session: Session, repository_id: int | None = None) -> list[dict
 
 SERIES_PAGE = 1_000  # points per page of the series API unless asked otherwise
 # Runs looked at per wanted point before a page falls back to reading the series below its cursor:
-# room for a benchmark measured on every other run (two device classes) and for re-runs.
-RUNS_PER_POINT = 3
+# room for re-runs and for a benchmark measured on every other run (two device classes).
+RUNS_PER_POINT = 2
 
 
 def _series_columns() -> tuple[Any, ...]:
