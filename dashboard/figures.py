@@ -10,6 +10,7 @@ from typing import Any
 import plotly.io as pio
 from markupsafe import Markup
 
+from roofwatch.dashboard.downsampling import downsample
 from roofwatch.dashboard.escaping import plotly_text
 from roofwatch.dashboard.metrics import Metric
 
@@ -58,21 +59,10 @@ def sparkline_svg(values: Sequence[float | None], width: int = 120, height: int 
 def decimate(values: Sequence[float | None], keep: Collection[int] = (), max_points: int = MAX_POINTS) -> list[int]:
     """Indices of the points to draw, at most ``max_points`` (unless ``keep`` alone is more).
 
-    Min and max of equal-width buckets: unlike averaging or striding, a spike or a step — what a
-    regression looks like — survives. The ends and ``keep`` (the commits where changes are marked)
-    are always drawn.
+    Largest-triangle-three-buckets between anchors that are always drawn: the ends, ``keep``
+    (the commits where changes are marked) and outliers (``roofwatch.dashboard.downsampling``).
     """
-    count = len(values)
-    if count <= max_points:
-        return list(range(count))
-    chosen = {0, count - 1} | {i for i in keep if 0 <= i < count}
-    buckets = max(max_points - len(chosen), 0) // 2
-    for bucket in range(buckets):
-        start, stop = bucket * count // buckets, (bucket + 1) * count // buckets
-        known = [(v, i) for i, v in enumerate(values[start:stop], start) if v is not None]
-        if known:
-            chosen.update((min(known)[1], max(known)[1]))
-    return sorted(chosen)
+    return downsample(values, keep, max_points)
 
 
 @dataclass(frozen=True)

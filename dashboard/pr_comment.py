@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from html import escape
 from typing import Any
 
@@ -53,5 +54,8 @@ _MARKDOWN.add_render_rule("html_inline", _raw_html)
 _MARKDOWN.core.ruler.push("alignment_classes", _alignment_classes)
 
 
+@lru_cache(maxsize=32)
 def comment_html(markdown: str) -> Markup:
+    """The comment as HTML. Cached by its Markdown: a finished comparison's comment never changes, and
+    parsing the table of a thousand benchmarks costs a few hundred ms each time the page is opened."""
     return Markup(_MARKDOWN.render(markdown))

@@ -107,11 +107,31 @@ def _newest_runs(session: Session, benchmark_ids: Sequence[int], count: int) -> 
     Fetched as a list rather than nested as a subquery: the planner then knows it is a few hundred
     runs, and probes the (benchmark, run) index for them instead of scanning whole series.
     """
-    rank = func.row_number().over(partition_by=col(Run.repository_id), order_by=_newest_first()).label("rank")
-    repositories = sa_select(col(Benchmark.repository_id)).where(col(Benchmark.id).in_(benchmark_ids))
-    ranked = (sa_select(col(Run.id).label("id"), rank).join(Commit, col(Run.commit_id) == col(Commit.id))
-              .where(col(Run.trigger) != "pull_request", col(Run.repository_id).in_(repositories)).subquery())
-    return list(session.execute(sa_select(ranked.c.id).where(ranked.c.rank <= count)).scalars())
+    repositories = session.execute(sa_select(col(Benchmark.repository_id)).where(
+        col(Benchmark.id).in_(benchmark_ids)).distinct()).scalars().all()
+    runs: list[int] = []
+    for repository in repositories:
+        runs += [row.run_id for row in _newest_branch_runs(session, repository, count, col(Run.trigger) != "pull_request")]
+    return runs
+
+
+def _newest_branch_runs(session: Session, repository_id: int, count: int, *where: ColumnElement[bool],
+                        columns: Sequence[Any] = ()) -> list[Any]:
+    """A repository's ``count`` newest runs in branch order (``_newest_first``), as rows with ``run_id``.
+
+    ``ORDER BY position DESC … LIMIT`` walks the ``commit.position`` index backwards and stops
+    after ``count`` runs, where ranking every run with a window function reads all of them (20,000
+    a year on). Commits without a position sort as the oldest: they are read only when the placed
+    ones run out.
+    """
+    query = (sa_select(col(Run.id).label("run_id"), *columns).join(Commit, col(Run.commit_id) == col(Commit.id))
+             .where(col(Run.repository_id) == repository_id, *where))
+    placed = list(session.execute(query.where(col(Commit.position).is_not(None))
+                                  .order_by(col(Commit.position).desc(), col(Run.id).desc()).limit(count)))
+    if len(placed) < count:
+        placed += session.execute(query.where(col(Commit.position).is_(None))
+                                  .order_by(col(Run.id).desc()).limit(count - len(placed))).all()
+    return placed
 
 
 def _ranked_points(session: Session, benchmark_ids: Sequence[int], limit: int,
@@ -168,15 +188,22 @@ def confirmed_between(session: Session, repository_id: int | None,
     if repository_id is not None:
         query = query.where(Commit.repository_id == repository_id)
     position = {sha: pos for sha, pos in session.exec(query).all() if pos is not None}
-    changes = session.exec(
-        select(Change, Commit.position).join(Commit, col(Change.first_bad_commit_id) == col(Commit.id))
+    if not position:
+        return {}
+    # Only changes between the oldest earlier commit and the newest later one: the span of the
+    # comparison, not every change the benchmarks ever had. Columns, not Change rows (with details).
+    changes = session.execute(
+        sa_select(col(Change.benchmark_id), col(Change.kind), col(Commit.position))
+        .join(Commit, col(Change.first_bad_commit_id) == col(Commit.id))
         .where(col(Change.benchmark_id).in_(list(spans)), shown(), col(Change.kind).in_(PERF_KINDS),
-               col(Change.state) != "invalid")).all()
+               col(Change.state) != "invalid",
+               col(Commit.position) > min(position.values()), col(Commit.position) <= max(position.values()))
+        .order_by(col(Change.id))).all()
     found: dict[int, str] = {}
-    for change, at in changes:
-        before, after = (position.get(sha) for sha in spans[change.benchmark_id])  # type: ignore[index]
+    for benchmark_id, kind, at in changes:
+        before, after = (position.get(sha) for sha in spans[benchmark_id])
         if at is not None and before is not None and after is not None and before < at <= after:
-            found[change.benchmark_id] = change.kind  # type: ignore[index]
+            found[benchmark_id] = kind
     return found
 
 
@@ -295,16 +322,16 @@ def _counts(session: Session, key: Any, *where: ColumnElement[bool]) -> dict[Any
 
 
 def _head_runs(session: Session) -> list[dict[str, Any]]:
-    """Per repository, the newest run on its newest commit among default-branch runs: one windowed query."""
-    rank = func.row_number().over(partition_by=col(Run.repository_id), order_by=_newest_first()).label("rank")
-    ranked = (sa_select(col(Run.repository_id).label("repository_id"), col(Run.id).label("run_id"),
-                        col(Run.state).label("state"), col(Run.trigger).label("trigger"),
-                        col(Commit.id).label("commit_id"), col(Commit.sha).label("sha"),
-                        col(Commit.message).label("message"), col(Commit.author).label("author"),
-                        col(Commit.committed_at).label("committed_at"), rank)
-              .join(Commit, col(Run.commit_id) == col(Commit.id))
-              .where(col(Run.trigger).in_(HEAD_TRIGGERS)).subquery())
-    return [_point(row) for row in session.execute(sa_select(ranked).where(ranked.c.rank == 1))]
+    """Per repository, the newest run on its newest commit among default-branch runs."""
+    columns: tuple[Any, ...] = (col(Run.repository_id).label("repository_id"), col(Run.state).label("state"),
+               col(Run.trigger).label("trigger"), col(Commit.id).label("commit_id"), col(Commit.sha).label("sha"),
+               col(Commit.message).label("message"), col(Commit.author).label("author"),
+               col(Commit.committed_at).label("committed_at"))
+    heads = []
+    for repository in session.execute(sa_select(col(Repository.id))).scalars():
+        heads += [_point(row) for row in _newest_branch_runs(
+            session, repository, 1, col(Run.trigger).in_(HEAD_TRIGGERS), columns=columns)]
+    return heads
 
 
 def repository_id(session: Session, full_name: str) -> int | None:

@@ -22,10 +22,19 @@ from sqlmodel.sql.expression import Select, SelectOfScalar
 from roofwatch.dashboard.filters import Filters
 from roofwatch.dashboard.roofline_chart import KernelPoint
 from roofwatch.roofline import Peaks
-from roofwatch.service.core.models import Benchmark, Commit, Device, Measurement, Repository, Run
+from roofwatch.service.core.models import (
+    LATEST_EXCLUDED_TRIGGERS,
+    Benchmark,
+    Commit,
+    Device,
+    LatestMeasurement,
+    Measurement,
+    Repository,
+    Run,
+)
 from roofwatch.service.records.roofline import peaks_for
 
-EXCLUDED_TRIGGERS = ("pull_request", "bisect")
+EXCLUDED_TRIGGERS = LATEST_EXCLUDED_TRIGGERS
 # Longest run id taken as an id rather than a SHA prefix; keeps huge digit strings off the database.
 MAX_RUN_ID_DIGITS = 15
 MIN_SHA_PREFIX = 4
@@ -148,16 +157,32 @@ def _plottable(filters: Filters) -> SelectOfScalar[Any]:
 def latest_points(session: Session, filters: Filters, device_class: str, upto: int | None = None) -> list[KernelPoint]:
     """Each filtered benchmark's newest measurement on ``device_class`` (in runs up to ``upto``).
 
-    One query. The newest run id per benchmark is a correlated ``ORDER BY run_id DESC LIMIT 1``
-    rather than a ``GROUP BY``: over an index on (benchmark_id, run_id) that is one short backward
-    index scan per benchmark, where ``max()`` per group reads every measurement ever stored.
-    Excluded runs are a (small) id list to skip, not a join, so that scan stops at the first hit.
+    The newest points come from ``latestmeasurement``, kept at ingest: a read as long as the list
+    of benchmarks, whatever the length of history. An earlier run's points (``upto``, a branch
+    run) are first that run's own measurements — one run's rows, stored together — and only the
+    benchmarks it did not measure take a correlated ``ORDER BY run_id DESC LIMIT 1`` each: over
+    the (benchmark_id, run_id) index a short backward scan from ``upto``, where ``max()`` per
+    group reads every measurement ever stored. Excluded runs are a (small) id list to skip, not a
+    join, so that scan stops at the first hit.
     """
+    if upto is None:
+        return _newest_points(session, filters, device_class)
+    plottable = _plottable(replace(filters, device=device_class))
+    at_run = session.execute(
+        sa_select(col(Benchmark.id), col(Benchmark.name), col(Benchmark.shape), col(Benchmark.dtype),
+                  col(Benchmark.impl), col(Benchmark.flops), col(Benchmark.bytes), col(Measurement.median),
+                  col(Measurement.run_id), col(Commit.sha), col(Measurement.roofline_fraction))
+        .select_from(Measurement)
+        .join(Benchmark, col(Benchmark.id) == col(Measurement.benchmark_id))
+        .join(Run, col(Run.id) == col(Measurement.run_id))
+        .join(Commit, col(Commit.id) == col(Run.commit_id))
+        .where(col(Measurement.run_id) == upto, col(Benchmark.id).in_(plottable))).all()
+    points = [KernelPoint(*row) for row in at_run if row.median > 0]
+    measured_there = col(Benchmark.id).in_(sa_select(col(Measurement.benchmark_id)).where(col(Measurement.run_id) == upto))
     skipped = select(Run.id).where(col(Run.trigger).in_(EXCLUDED_TRIGGERS))
     newest = (sa_select(col(Measurement.run_id))
               .where(col(Measurement.benchmark_id) == col(Benchmark.id), col(Measurement.run_id).not_in(skipped)))
-    if upto is not None:
-        newest = newest.where(col(Measurement.run_id) <= upto)
+    newest = newest.where(col(Measurement.run_id) <= upto)
     newest_run = newest.order_by(col(Measurement.run_id).desc()).limit(1).correlate(Benchmark).scalar_subquery()
     query = (sa_select(col(Benchmark.id), col(Benchmark.name), col(Benchmark.shape), col(Benchmark.dtype),
                        col(Benchmark.impl), col(Benchmark.flops), col(Benchmark.bytes), col(Measurement.median),
@@ -167,8 +192,21 @@ def latest_points(session: Session, filters: Filters, device_class: str, upto: i
                                      col(Measurement.run_id) == newest_run))
              .join(Run, col(Run.id) == col(Measurement.run_id))
              .join(Commit, col(Commit.id) == col(Run.commit_id))
+             .where(col(Benchmark.id).in_(plottable), ~measured_there, col(Measurement.median) > 0))
+    points += [KernelPoint(*row) for row in session.execute(query).all()]
+    return sorted(points, key=lambda p: p.benchmark_id)
+
+
+def _newest_points(session: Session, filters: Filters, device_class: str) -> list[KernelPoint]:
+    query = (sa_select(col(Benchmark.id), col(Benchmark.name), col(Benchmark.shape), col(Benchmark.dtype),
+                       col(Benchmark.impl), col(Benchmark.flops), col(Benchmark.bytes), col(LatestMeasurement.median),
+                       col(LatestMeasurement.run_id), col(Commit.sha), col(LatestMeasurement.roofline_fraction))
+             .select_from(Benchmark)
+             .join(LatestMeasurement, col(LatestMeasurement.benchmark_id) == col(Benchmark.id))
+             .join(Run, col(Run.id) == col(LatestMeasurement.run_id))
+             .join(Commit, col(Commit.id) == col(Run.commit_id))
              .where(col(Benchmark.id).in_(_plottable(replace(filters, device=device_class))),
-                    col(Measurement.median) > 0)
+                    col(LatestMeasurement.median) > 0)
              .order_by(col(Benchmark.id)))
     return [KernelPoint(*row) for row in session.execute(query).all()]
 

@@ -26,6 +26,7 @@ from roofwatch.service.core.models import (
     Run,
     TestOutcome,
 )
+from roofwatch.service.records import latest
 
 DEVICE = "NVIDIA H200"
 LINK = '<a href="https://evil.example/">dtype</a>'
@@ -104,6 +105,7 @@ def _history(session: Session) -> dict[str, Any]:
                                        head_values=head, base_median=base[0], head_median=head[0],
                                        direction="regression", change_pct=30.0, ci_low=25.0, ci_high=35.0,
                                        reason=MESSAGE))
+    latest.rebuild(session)  # what ingest keeps as it stores runs, for rows added through the ORM
     return {"repository": repo.id, "runs": [r.id for r in runs], "comparison": comparison.id,
             "benchmarks": {key: b.id for key, b in benchmarks.items()}}
 

@@ -20,6 +20,7 @@ from sqlmodel import Session
 from bench.dashboard.pages import discover, make_app, measure, route_exists
 from bench.dashboard.seed import correctness_tests, make_plan, seed
 from roofwatch.service.core.models import SERIES_COLUMNS, Repository
+from roofwatch.service.records import latest
 
 BENCHMARKS, COMMITS = 20, 50
 
@@ -56,7 +57,7 @@ def app_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def _counts(url: str) -> dict[str, int]:
     engine = create_engine(url)
     tables = ("repository", "commit", "device", "run", "suiteexecution", "benchmark", "measurement", "testoutcome",
-              "change", "comparison", "comparisonresult")
+              "change", "comparison", "comparisonresult", "latestmeasurement")
     with engine.connect() as connection:
         counts = {t: int(connection.execute(text(f'SELECT count(*) FROM "{t}"')).scalar_one()) for t in tables}
     engine.dispose()
@@ -75,6 +76,16 @@ def test_seed_writes_a_consistent_history_and_every_page_answers(bench_url: str,
     assert counts["testoutcome"] == COMMITS * len(correctness_tests(make_plan(BENCHMARKS, COMMITS, 0, 2)))
     assert counts["change"] > 0 and counts["comparison"] >= 2
     assert counts["comparisonresult"] == counts["comparison"] * BENCHMARKS
+    # The seed writes each series' latest row itself; it is what ingest would have kept.
+    assert counts["latestmeasurement"] == BENCHMARKS
+    engine = create_engine(bench_url)
+    latest_rows = "SELECT * FROM latestmeasurement ORDER BY benchmark_id"
+    with Session(engine) as session:
+        seeded = session.execute(text(latest_rows)).all()
+        latest.rebuild(session)
+        assert session.execute(text(latest_rows)).all() == seeded
+        session.rollback()
+    engine.dispose()
 
     engine = create_engine(bench_url)
     with engine.connect() as connection:

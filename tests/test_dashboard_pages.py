@@ -22,6 +22,7 @@ from roofwatch.dashboard.figures import decimate, sparkline_svg
 from roofwatch.dashboard.metrics import human, kind_of, noise_pct, trend_pct, trend_view
 from roofwatch.service.core.db import downgrade, make_engine, migrate
 from roofwatch.service.core.models import Benchmark, Change, Commit, Measurement, Repository, Run
+from roofwatch.service.records import latest
 
 COMMITS = 40
 REGRESSION_AT = 30  # the H200 kernel gets 20 % slower here
@@ -85,7 +86,7 @@ def seed_synthetic(url: str) -> None:
         commits = []
         for i in range(COMMITS):
             commit = Commit(repository_id=repository.id, sha=sha(i), author="Kernel Dev",
-                            message=f"commit {i}\n\nbody", committed_at=start + timedelta(hours=i))
+                            message=f"commit {i}\n\nbody", committed_at=start + timedelta(hours=i), position=i + 1)
             session.add(commit)
             session.flush()
             commits.append(commit)
@@ -115,6 +116,8 @@ def seed_synthetic(url: str) -> None:
             Change(phase="candidate", repository_id=repository.id, benchmark_id=ours.id, suite="benchmarks",
                    kind="perf-regression", first_bad_commit_id=commits[REGRESSION_AT + 2].id),
         ])
+        session.flush()
+        latest.rebuild(session)  # what ingest keeps as it stores runs, for rows added through the ORM
         session.commit()
     engine.dispose()
 
@@ -385,3 +388,88 @@ def test_long_series_is_decimated_keeping_changes(synthetic_app, monkeypatch) ->
     assert len(main["x"]) <= 12 and {0, IMPROVEMENT_AT, REGRESSION_AT, COMMITS - 1} <= set(main["x"])
     assert main["type"] == "scattergl"
     assert f"{len(main['x'])} drawn of {COMMITS} measured" in page.text
+
+
+def _main_trace(page: str) -> dict[str, Any]:
+    return next(t for t in figure_of(page)["data"] if t["name"] == f"kernel · {H200}")
+
+
+def _marked(page: str) -> list[int]:
+    marks = [t for t in figure_of(page)["data"] if t["name"] == "detected changes"]
+    return sorted(marks[0]["x"]) if marks else []
+
+
+def test_benchmark_chart_shows_a_window_of_history_with_links_to_more(synthetic_app, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import roofwatch.dashboard.series_window as series_window
+
+    monkeypatch.setattr(series_window, "DEFAULT_COMMITS", 15)
+    client = TestClient(synthetic_app)
+    softmax = _benchmark_id(client, "test_softmax[triton-4096]", H200)
+    page = client.get(f"/benchmarks/{softmax}").text
+    # The newest 15 commits (positions 26–40): the regression (index 30, position 31) is marked on
+    # them, the improvement (position 11) lies before the window; the table still lists both.
+    main = _main_trace(page)
+    assert len(main["x"]) == 15 and main["hovertext"][-1].startswith(f"<b>{sha(COMMITS - 1)[:12]}</b> commit 39")
+    assert _marked(page) == [REGRESSION_AT - (COMMITS - 15)]
+    assert len(table_rows(page, "series-changes")) == 2
+    assert "commits 26–40 of 1–40" in page
+    earlier = re.search(r'<a href="([^"]+)">load 15 earlier commits</a>', page)
+    whole = re.search(r'<a href="([^"]+)">whole history \(40 commits\)</a>', page)
+    assert earlier and whole and "newest 15 commits" not in page
+    wider = client.get(earlier.group(1).replace("&amp;", "&")).text
+    assert len(_main_trace(wider)["x"]) == 30 and "commits 11–40" in wider and "newest 15 commits" in wider
+    everything = client.get(whole.group(1).replace("&amp;", "&")).text
+    assert len(_main_trace(everything)["x"]) == COMMITS and _marked(everything) == [IMPROVEMENT_AT, REGRESSION_AT]
+    assert "load 15 earlier" not in everything
+    # A window in the middle: positions 5–12 hold the improvement (index 10, position 11).
+    middle = client.get(f"/benchmarks/{softmax}", params={"from": 5, "to": 12}).text
+    assert len(_main_trace(middle)["x"]) == 8 and _marked(middle) == [IMPROVEMENT_AT - 4]
+    assert client.get(f"/benchmarks/{softmax}", params={"from": -1}).status_code == 422
+
+
+def test_long_window_is_downsampled_keeping_every_change_marker(synthetic_app, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import roofwatch.dashboard.figures as figures
+
+    monkeypatch.setattr(figures, "MAX_POINTS", 8)
+    client = TestClient(synthetic_app)
+    softmax = _benchmark_id(client, "test_softmax[triton-4096]", H200)
+    page = client.get(f"/benchmarks/{softmax}", params={"from": 0}).text
+    main = _main_trace(page)
+    assert len(main["x"]) <= 8 and {IMPROVEMENT_AT, REGRESSION_AT} <= set(main["x"])
+    assert _marked(page) == [IMPROVEMENT_AT, REGRESSION_AT]
+    # Every drawn point has its commit's title in its hover, read for the drawn points only.
+    assert all(" commit " in text for text in main["hovertext"])
+
+
+def _walk(client: TestClient, benchmark_id: int, limit: int) -> list[list[dict[str, Any]]]:
+    pages, url = [], f"/api/benchmarks/{benchmark_id}/series?limit={limit}"
+    while url:
+        body = client.get(url).json()
+        pages.append(body["points"])
+        url = body["next"]
+        assert (url is None) == (body["next_before"] is None)
+    return pages
+
+
+def test_series_api_pages_back_by_commit_position_and_exports_everything(synthetic_app) -> None:  # type: ignore[no-untyped-def]
+    client = TestClient(synthetic_app)
+    softmax = _benchmark_id(client, "test_softmax[triton-4096]", H200)
+    everything = client.get(f"/api/benchmarks/{softmax}/series", params={"limit": 10_000}).json()
+    assert everything["next"] is None and len(everything["points"]) == COMMITS + 1  # the pull request's too
+    for benchmark_id, limit in ((softmax, 7), (softmax, 1), (_benchmark_id(client, "test_sparse", A100), 2)):
+        full = client.get(f"/api/benchmarks/{benchmark_id}/series", params={"limit": 10_000}).json()["points"]
+        pages = _walk(client, benchmark_id, limit)
+        assert [p for page in reversed(pages) for p in page] == full  # each point once, in branch order
+        positions = [{p["position"] for p in page} for page in pages]
+        # Newest page first; a commit is never split across pages, even when it holds more than a page.
+        assert all(min(newer) > max(older) for newer, older in zip(positions, positions[1:]))
+        assert all(len(page) <= limit or len(positions[i]) == 1 for i, page in enumerate(pages))
+    two_at_head = _walk(client, softmax, 1)[0]
+    assert len(two_at_head) == 2 and {p["position"] for p in two_at_head} == {COMMITS}  # push and PR run
+
+    export = client.get(f"/api/benchmarks/{softmax}/series.csv")
+    assert export.headers["content-type"].startswith("text/csv")
+    lines = export.text.strip().splitlines()
+    assert lines[0].startswith("position,sha,run_id") and len(lines) == COMMITS + 2
+    assert client.get("/api/benchmarks/999999/series.csv").status_code == 404
+    assert client.get(f"/api/benchmarks/{softmax}/series", params={"limit": 0}).status_code == 422

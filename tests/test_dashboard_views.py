@@ -48,6 +48,7 @@ from roofwatch.service.core.models import (
     Repository,
     Run,
 )
+from roofwatch.service.records import latest
 
 H200 = "NVIDIA H200"
 A100 = "NVIDIA A100-SXM4-80GB"  # in the datasheet table
@@ -118,6 +119,7 @@ def _history(session: Session) -> dict[str, Any]:
     _measure(session, pr, softmax, 10e-6)  # a PR head is not the branch: never "latest"
     changes = _changes(session, repo, softmax, matmul, runs)
     comparison = _comparison(session, repo, runs, devices[H200], softmax, matmul, stale)
+    latest.rebuild(session)  # what ingest keeps as it stores runs, for rows added through the ORM
     return {"runs": [r.id for r in runs], "pr_run": pr.id, "shas": SHAS,
             "softmax": softmax.id, "matmul": matmul.id, "stale": stale.id, "copy": copy.id,
             "changes": changes, "comparison": comparison}

@@ -296,6 +296,8 @@ def measurement_chunks(plan: Plan, m: Medians, progress: Progress, task: TaskID)
         progress.advance(task, count)
 
 
+LATEST_COLUMNS = ("benchmark_id", "run_id", "median", "iqr", "n", "achieved_flops", "achieved_bandwidth",
+                  "roofline_fraction")
 MEASUREMENT_COLUMNS = ("id", "run_id", "benchmark_id", "samples", "median", "iqr", "min", "mean", "n", "cv",
                        "clock_mhz", "achieved_flops", "achieved_bandwidth", "roofline_fraction")
 
@@ -308,6 +310,15 @@ def copy_measurements(cursor: psycopg.Cursor[Any], plan: Plan, m: Medians, progr
         for chunk in measurement_chunks(plan, m, progress, task):
             copy.write(chunk)
     return len(plan.specs) * len(plan.commits)
+
+
+def latest_rows(plan: Plan, m: Medians) -> Iterator[tuple[Any, ...]]:
+    """What ingest keeps in ``latestmeasurement``: every run is a push, so the last commit's row."""
+    last = len(plan.commits) - 1
+    for b, spec in enumerate(plan.specs):
+        median = float(m.median[b, last])
+        yield (b + 1, last + 1, median, float(m.iqr[b, last]), SAMPLES, spec.flops / median if spec.flops else None,
+               spec.bytes / median, float(m.fraction[b, last]))
 
 
 # -- changes ---------------------------------------------------------------------------------
@@ -512,6 +523,8 @@ def _ensure_empty(cursor: psycopg.Cursor[Any], reset: bool) -> None:
 def _reset_sequences(cursor: psycopg.Cursor[Any]) -> None:
     """COPY wrote explicit ids; the next ORM insert must not collide with them."""
     for table in SQLModel.metadata.sorted_tables:
+        if "id" not in table.c:  # keyed by another table's id (latestmeasurement)
+            continue
         cursor.execute(sql.SQL("SELECT setval(pg_get_serial_sequence(%s, 'id'), "
                                "COALESCE((SELECT MAX(id) FROM {}), 0) + 1, false)").format(sql.Identifier(table.name)),
                        (f'"{table.name}"',))
@@ -549,6 +562,9 @@ def seed(database_url: str, benchmarks: int, commits: int, seed_value: int = 0, 
             if table == "benchmark":  # measurements need runs and benchmarks in place (foreign keys)
                 task = progress.add_task("measurement", total=benchmarks * commits)
                 rows["measurement"] = copy_measurements(cursor, plan, medians, progress, task)
+                rows["latestmeasurement"] = copy_rows(
+                    cursor, "latestmeasurement", LATEST_COLUMNS, latest_rows(plan, medians),
+                    progress, progress.add_task("latestmeasurement", total=benchmarks))
         _reset_sequences(cursor)
     phases["copy"] = time.perf_counter() - started - sum(phases.values())
     with psycopg.connect(libpq_url(database_url), autocommit=True) as connection:

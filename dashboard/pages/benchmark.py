@@ -3,6 +3,11 @@
 ``/benchmarks/{id}?impl=torch&impl=torch.compile`` adds those baseline implementations of the same
 test (same dtype, shape and device class) to the chart; the overview's filters ride along in the
 URL so "back to overview" returns to the same view.
+
+The chart shows a window of branch history — the newest ``DEFAULT_COMMITS`` commits unless
+``?from=``/``?to=`` (branch positions) say otherwise — so the page costs what it draws, not what
+the history holds (``roofwatch.dashboard.series_window``). A window longer than the chart can
+draw is downsampled, every marked change and outlier kept (``roofwatch.dashboard.downsampling``).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from urllib.parse import urlencode
 from fastapi import FastAPI, HTTPException, Path, Query, Request
 from fastapi.responses import HTMLResponse
 
-from roofwatch.dashboard import figures, metrics
+from roofwatch.dashboard import figures, metrics, series_window
 from roofwatch.dashboard import queries as dq
 from roofwatch.dashboard.common import TEMPLATES, chart_json
 from roofwatch.dashboard.figures import Series, benchmark_figure
@@ -84,10 +89,57 @@ def _filter_links(benchmark: Benchmark, repository: Repository | None) -> list[d
             for field, value in wanted.items() if value]
 
 
+def _window(session: SessionDep, benchmark: Benchmark, shown: list[int], first: int | None,
+            last: int | None) -> series_window.Window | None:
+    """The commits to draw; ``None`` (draw everything) for a history without branch positions."""
+    bounds = series_window.bounds(session, benchmark.repository_id, shown)
+    return series_window.choose(*bounds, first, last) if bounds else None
+
+
+def _commit_text_for_drawn(session: SessionDep, series: list[Series], changes: list[dict[str, Any]]) -> None:
+    """Fetch the commit text (hover: title, author) of the points the chart will draw, not of the window.
+
+    The chart picks them itself (``figures.decimate``, deterministic); the same pick here tells
+    which 1,500 of a 20,000-point window need their commit's message read.
+    """
+    marked = {c["commit_id"] for c in changes if c["commit_id"] is not None}
+    drawn = []
+    for s in series:
+        keep = [i for i, p in enumerate(s.points) if p["commit_id"] in marked]
+        drawn += [s.points[i] for i in figures.decimate(s.values, keep, figures.MAX_POINTS) if "title" not in s.points[i]]
+    series_window.with_commits(session, drawn)
+
+
+def _window_links(benchmark: Benchmark, filters: Filters, impls: list[str],
+                  window: series_window.Window | None) -> list[dict[str, str]]:
+    """Earlier commits, the whole history, back to the newest: the window lives in the URL too."""
+    if window is None:
+        return []
+    assert benchmark.id is not None
+    base = href(benchmark.id, filters, impls)
+    join = "&" if "?" in base else "?"
+    step = series_window.DEFAULT_COMMITS
+    links = []
+    if not window.from_start:
+        earlier = max(window.oldest, window.first - step)
+        links.append({"label": f"load {window.first - earlier:,} earlier commits",
+                      "href": f"{base}{join}{urlencode({'from': earlier, 'to': window.last})}"})
+        links.append({"label": f"whole history ({window.newest - window.oldest + 1:,} commits)",
+                      "href": f"{base}{join}from=0"})
+    if window.commits != min(step, window.newest - window.oldest + 1) or not window.to_end:
+        links.append({"label": f"newest {step:,} commits", "href": base})
+    return links
+
+
 def register(app: FastAPI) -> None:
     @app.get("/benchmarks/{benchmark_id}", response_class=HTMLResponse, include_in_schema=False)
     def benchmark_page(benchmark_id: Annotated[int, Path(ge=0, le=ROW_ID_MAX)], request: Request, session: SessionDep, filters: FiltersDep,
-                       impl: ImplQuery = None) -> HTMLResponse:
+                       impl: ImplQuery = None,
+                       first: Annotated[int | None, Query(alias="from", ge=0, le=2**31 - 1,
+                                                          description="oldest branch position drawn")] = None,
+                       last: Annotated[int | None, Query(alias="to", ge=0, le=2**31 - 1,
+                                                         description="newest branch position drawn")] = None,
+                       ) -> HTMLResponse:
         benchmark = session.get(Benchmark, benchmark_id)
         if benchmark is None:
             raise HTTPException(404, f"no benchmark {benchmark_id}")
@@ -98,8 +150,12 @@ def register(app: FastAPI) -> None:
         selected = [i for i in available if i in (impl or [])]
         baselines = [b for b in others if b.impl in selected]
         shown = [b.id for b in [*devices, *baselines] if b.id is not None]
-        series, metric = build_series(benchmark, devices, baselines, dq.full_series(session, shown))
+        window = _window(session, benchmark, shown, first, last)
+        points = (series_window.points(session, benchmark.repository_id, shown, window) if window
+                  else dq.full_series(session, shown))
+        series, metric = build_series(benchmark, devices, baselines, points)
         changes = dq.series_changes(session, shown)
+        _commit_text_for_drawn(session, series, changes)
         figure, drawn = benchmark_figure(series, changes, metric)
         if any(trace["type"] == "scattergl" for trace in figure["data"]):
             allow_unsafe_eval(request)  # WebGL traces compile their shaders at run time
@@ -115,4 +171,5 @@ def register(app: FastAPI) -> None:
             "figure": chart_json(figure), "drawn": drawn,
             "max_points": figures.MAX_POINTS, "metric": metric, "changes": changes,
             "names": {s.benchmark_id: s.name for s in series},
+            "window": window, "window_links": _window_links(benchmark, filters, selected, window),
         })

@@ -16,7 +16,7 @@ from roofwatch.dashboard.distribution_chart import distribution_figure
 from roofwatch.dashboard.pr_comment import CommentRenderer, comment_html
 from roofwatch.service.api.deps import SessionDep
 from roofwatch.service.core.links import compare_url
-from roofwatch.service.core.models import ROW_ID_MAX, Commit, Comparison, Repository, Run
+from roofwatch.service.core.models import ROW_ID_MAX, Benchmark, Commit, Comparison, ComparisonResult, Repository, Run
 from roofwatch.service.records.comparisons import comparison_report, results_of
 
 # Drawn without being asked: the verdicts a reader wants explained. Capped so that a comparison
@@ -25,12 +25,12 @@ EXPLAINED = ("regression", "improvement", "inconclusive")
 MAX_DEFAULT_CHARTS = 40
 
 
-def _rows(session: SessionDep, comparison_id: int) -> list[dict[str, Any]]:
+def _rows(results: list[tuple[ComparisonResult, Benchmark]]) -> list[dict[str, Any]]:
     """One row per benchmark, moved and larger changes first (the keys ``comparison_report`` uses, plus ids)."""
     rows = [{**result.model_dump(), "benchmark": benchmark.name, "suite": benchmark.suite, "unit": benchmark.unit,
              "higher_is_better": benchmark.higher_is_better, "dtype": benchmark.dtype, "shape": benchmark.shape,
              "rounds": len(result.base_values)}
-            for result, benchmark in results_of(session, comparison_id)]
+            for result, benchmark in results]
     return sorted(rows, key=lambda r: (r["direction"] not in ("regression", "improvement"), -abs(r["change_pct"])))
 
 
@@ -66,8 +66,9 @@ def register(app: FastAPI) -> None:
         comparison = session.get(Comparison, comparison_id)
         if comparison is None:
             raise HTTPException(404, f"no comparison {comparison_id}")
-        report = comparison_report(session, comparison_id)
-        rows = _rows(session, comparison_id)
+        results = results_of(session, comparison_id)  # read once: the report and the rows share them
+        report = comparison_report(session, comparison_id, results)
+        rows = _rows(results)
         by_id = {row["benchmark_id"]: row for row in rows}
         missing = [b for b in show or [] if b not in by_id]
         if missing:

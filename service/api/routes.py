@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import csv
+import io
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
-from fastapi import APIRouter, HTTPException, Path, Query
+from fastapi import APIRouter, HTTPException, Path, Query, Response
 from pydantic import BaseModel, Field
 from sqlmodel import select
 
@@ -34,6 +37,10 @@ router = APIRouter(prefix="/api", tags=["api"])
 RowId = Annotated[int, Path(ge=0, le=ROW_ID_MAX)]
 RepoQuery = Annotated[str | None, Query(
     description="OWNER/NAME, clone URL or the local path `roofwatch run --repo` was given; unknown: 404")]
+
+SERIES_PAGE_MAX = 10_000
+SERIES_CSV_COLUMNS = ("position", "sha", "run_id", "committed_at", "median", "iqr", "min", "n", "cv",
+                      "achieved_flops", "achieved_bandwidth", "roofline_fraction", "author", "title")
 
 # Documented so clients (and the property tests run against /openapi.json) know what to expect.
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "unknown repository or id"}}
@@ -95,11 +102,41 @@ def list_benchmarks(session: SessionDep, repo: RepoQuery = None) -> list[Benchma
 
 
 @router.get("/benchmarks/{benchmark_id}/series", responses=NOT_FOUND)
-def get_series(benchmark_id: RowId, session: SessionDep) -> dict[str, Any]:
+def get_series(benchmark_id: RowId, session: SessionDep,
+               before: Annotated[int | None, Query(ge=0, le=2**31 - 1, description=(
+                   "branch position: only older measurements (the previous page's `next_before`)"))] = None,
+               limit: Annotated[int, Query(ge=1, le=SERIES_PAGE_MAX)] = queries.SERIES_PAGE) -> dict[str, Any]:
+    """A benchmark's measurements, newest page first, each page oldest first; `next` pages back in history.
+
+    A page never splits a commit. The whole history in one response: `/series.csv`.
+    """
+    benchmark = _benchmark(session, benchmark_id)
+    page = queries.series_page(session, benchmark, before, limit)
+    following = None if page.next_before is None else \
+        f"/api/benchmarks/{benchmark_id}/series?{urlencode({'before': page.next_before, 'limit': limit})}"
+    return {"benchmark": benchmark, "points": page.points, "next_before": page.next_before, "next": following}
+
+
+@router.get("/benchmarks/{benchmark_id}/series.csv", responses=NOT_FOUND, response_class=Response)
+def export_series(benchmark_id: RowId, session: SessionDep) -> Response:
+    """Every measurement of a benchmark, oldest first, as CSV: the export of its whole history."""
+    _benchmark(session, benchmark_id)  # 404 for an unknown id, not an empty file
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(SERIES_CSV_COLUMNS)
+    for point in queries.series(session, benchmark_id):
+        point["title"] = point["title"].replace("\r", " ").replace("\n", " ")
+        writer.writerow(["" if point[c] is None else point[c] for c in SERIES_CSV_COLUMNS])
+    name = f"benchmark-{benchmark_id}.csv"
+    return Response(out.getvalue(), media_type="text/csv",
+                    headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+
+def _benchmark(session: SessionDep, benchmark_id: int) -> Benchmark:
     benchmark = session.get(Benchmark, benchmark_id)
     if benchmark is None:
         raise HTTPException(404, f"no benchmark {benchmark_id}")
-    return {"benchmark": benchmark, "points": queries.series(session, benchmark_id)}
+    return benchmark
 
 
 @router.get("/changes", responses=NOT_FOUND)

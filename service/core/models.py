@@ -213,6 +213,30 @@ class Measurement(SQLModel, table=True):
     roofline_fraction: float | None = None
 
 
+class LatestMeasurement(SQLModel, table=True):
+    """Each series' newest measurement on its branch, kept at ingest: one row per benchmark.
+
+    The roofline and the overview ask "where does every kernel stand now"; answered from
+    ``measurement`` that is one index probe per benchmark into a table that grows with every
+    commit, here a read of a table as long as the list of benchmarks. "Newest" is the highest run
+    id among runs that measure the branch head: pull-request heads may never land, and bisection
+    re-measures old commits under new run ids (``LATEST_EXCLUDED_TRIGGERS``).
+    """
+
+    benchmark_id: int = Field(foreign_key="benchmark.id", primary_key=True, sa_column_kwargs={"autoincrement": False})
+    run_id: int = Field(foreign_key="run.id", index=True)
+    median: float
+    iqr: float
+    n: int
+    achieved_flops: float | None = None
+    achieved_bandwidth: float | None = None
+    roofline_fraction: float | None = None
+
+
+# Runs that never speak for the branch's newest state (see LatestMeasurement).
+LATEST_EXCLUDED_TRIGGERS = ("pull_request", "bisect")
+
+
 class TestOutcome(SQLModel, table=True):
     __test__ = False  # keep pytest from collecting the table as a test class
     __table_args__ = (UniqueConstraint("run_id", "suite", "test_id"),)

@@ -183,11 +183,13 @@ def results_of(session: Session, comparison_id: int) -> list[tuple[ComparisonRes
     return sorted(((r, b) for r, b in rows), key=lambda rb: (rb[1].suite, rb[1].name))
 
 
-def comparison_report(session: Session, comparison_id: int) -> dict[str, Any]:
+def comparison_report(session: Session, comparison_id: int,
+                      results: list[tuple[ComparisonResult, Benchmark]] | None = None) -> dict[str, Any]:
     """A comparison as JSON-ready data: verdict, device, and one row per benchmark.
 
     What ``roofwatch compare --format json`` prints and what PR reports are rendered from.
-    Times are in the benchmark's ``unit`` (seconds for pytest-benchmark).
+    Times are in the benchmark's ``unit`` (seconds for pytest-benchmark). ``results`` are the
+    comparison's ``results_of``, for a caller that has read them already.
     """
     comparison = session.get(Comparison, comparison_id)
     if comparison is None:
@@ -202,7 +204,7 @@ def comparison_report(session: Session, comparison_id: int) -> dict[str, Any]:
         "q_value": r.q_value, "noise_pct": r.noise_pct, "threshold_pct": r.threshold_pct,
         "mde_pct": r.mde_pct, "direction": r.direction, "reason": r.reason, "rounds": len(r.base_values),
         "base_roofline": r.base_roofline, "head_roofline": r.head_roofline,
-    } for r, b in results_of(session, comparison_id)]
+    } for r, b in (results if results is not None else results_of(session, comparison_id))]
     return {
         "id": comparison.id, "base": base.sha if base else None, "head": head.sha if head else None,
         "state": comparison.state, "verdict": comparison.verdict, "rounds": comparison.rounds,

@@ -26,7 +26,7 @@ from roofwatch.service.core.models import (
     TestOutcome,
     utcnow,
 )
-from roofwatch.service.records import compiled_artifacts
+from roofwatch.service.records import compiled_artifacts, latest
 from roofwatch.service.records.roofline import fraction_of_roofline, peaks_for
 from roofwatch.service.records.storable import storable_envelope
 from roofwatch.workers.envelope import ENVELOPE_VERSION, DeviceInfo, Envelope, MeasurementRecord
@@ -117,6 +117,7 @@ def ingest_envelope(session: Session, envelope: Envelope) -> Run:
             excerpts.append(f"== harness error in {record.name}: {harness_error}")
     if rows:
         _insert_measurements(session, rows)
+        latest.record(session, run, rows)
 
     run.state = envelope.status
     run.error = envelope.reason

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select as sa_select
@@ -61,33 +62,101 @@ def change_rows(session: Session, repository_id: int | None = None) -> list[dict
     ]
 
 
-def series(session: Session, benchmark_id: int) -> list[dict[str, Any]]:
-    """One benchmark's measurements in branch order (first-parent position), oldest first.
+SERIES_PAGE = 1_000  # points per page of the series API unless asked otherwise
+# Runs looked at per wanted point before a page falls back to reading the series below its cursor:
+# room for re-runs and for a benchmark measured on every other run (two device classes).
+RUNS_PER_POINT = 2
 
-    Every column read from ``measurement`` is in ``ix_measurement_benchmark_run``, so PostgreSQL
-    answers from the index alone: ~15 index pages instead of one heap page per point (a series'
-    rows are spread over the whole table, one run's worth of rows apart).
+
+def _series_columns() -> tuple[Any, ...]:
+    return (col(Run.id).label("run_id"), col(Commit.position).label("position"), col(Commit.sha),
+            col(Commit.message), col(Commit.author), col(Commit.committed_at), col(Measurement.median),
+            col(Measurement.iqr), col(Measurement.min), col(Measurement.n), col(Measurement.cv),
+            col(Measurement.achieved_flops), col(Measurement.achieved_bandwidth), col(Measurement.roofline_fraction))
+
+
+def _series_query(benchmark_id: int) -> Any:
+    # Every column read from ``measurement`` is in ``ix_measurement_benchmark_run``, so PostgreSQL
+    # answers from the index alone (a series' rows lie one run's worth of rows apart in the heap).
+    return (sa_select(*_series_columns()).select_from(Measurement)
+            .join(Run, col(Measurement.run_id) == col(Run.id))
+            .join(Commit, col(Run.commit_id) == col(Commit.id))
+            .where(col(Measurement.benchmark_id) == benchmark_id))
+
+
+def _series_point(p: Any) -> dict[str, Any]:
+    return {
+        "run_id": p.run_id, "position": p.position, "sha": p.sha, "title": _title(p.message), "author": p.author,
+        "committed_at": p.committed_at, "median": p.median, "iqr": p.iqr, "min": p.min, "n": p.n, "cv": p.cv,
+        "achieved_flops": p.achieved_flops, "achieved_bandwidth": p.achieved_bandwidth,
+        "roofline_fraction": p.roofline_fraction,
+    }
+
+
+def series(session: Session, benchmark_id: int) -> list[dict[str, Any]]:
+    """Every measurement of one benchmark in branch order (first-parent position), oldest first.
+
+    The whole history (the CSV export); the API pages it with :func:`series_page`.
     """
-    points = session.execute(
-        sa_select(col(Run.id).label("run_id"), col(Commit.sha), col(Commit.message), col(Commit.author),
-                  col(Commit.committed_at), col(Measurement.median), col(Measurement.iqr), col(Measurement.min),
-                  col(Measurement.n), col(Measurement.cv), col(Measurement.achieved_flops),
-                  col(Measurement.achieved_bandwidth), col(Measurement.roofline_fraction))
-        .select_from(Measurement)
-        .join(Run, col(Measurement.run_id) == col(Run.id))
-        .join(Commit, col(Run.commit_id) == col(Commit.id))
-        .where(col(Measurement.benchmark_id) == benchmark_id)
-        .order_by(col(Commit.position).is_not(None), col(Commit.position), col(Run.id))
-    )
-    return [
-        {
-            "run_id": p.run_id, "sha": p.sha, "title": _title(p.message), "author": p.author,
-            "committed_at": p.committed_at, "median": p.median, "iqr": p.iqr, "min": p.min, "n": p.n, "cv": p.cv,
-            "achieved_flops": p.achieved_flops, "achieved_bandwidth": p.achieved_bandwidth,
-            "roofline_fraction": p.roofline_fraction,
-        }
-        for p in points
-    ]
+    query = _series_query(benchmark_id).order_by(col(Commit.position).is_not(None), col(Commit.position),
+                                                 col(Run.id))
+    return [_series_point(p) for p in session.execute(query)]
+
+
+@dataclass(frozen=True)
+class SeriesPage:
+    """Points of one page, oldest first, and the cursor to the page before it (``None``: no more)."""
+
+    points: list[dict[str, Any]]
+    next_before: int | None
+
+
+def series_page(session: Session, benchmark: Benchmark, before: int | None = None,
+                limit: int = SERIES_PAGE) -> SeriesPage:
+    """The newest ``limit`` measurements below branch position ``before`` (all when ``None``).
+
+    A page never splits a commit: its measurements (re-runs, several GPUs) are on one page, so
+    ``next_before`` — the oldest position on this page — is an exact cursor. Measurements of
+    commits without a position sort as the oldest and come on the last page.
+
+    Reads what the page holds: the repository's newest runs below the cursor (the
+    ``commit.position`` index), then the (benchmark_id, run_id) index over those runs' id range.
+    A sparse series (measured by few of the repository's runs) reads the rest of its history
+    instead: it is short.
+    """
+    assert benchmark.id is not None
+    below = [col(Commit.position) < before] if before is not None else []
+    wanted = (limit + 1) * RUNS_PER_POINT
+    runs = session.execute(
+        sa_select(col(Run.id), col(Commit.position)).join(Commit, col(Run.commit_id) == col(Commit.id))
+        .where(col(Commit.repository_id) == benchmark.repository_id, col(Commit.position).is_not(None), *below)
+        .order_by(col(Commit.position).desc()).limit(wanted)).all()
+    newest_first = (col(Commit.position).is_(None), col(Commit.position).desc(), col(Run.id).desc())
+    rows: list[Any] = []
+    if len(runs) == wanted:  # older runs exist: read the id range of these, above the last one's commit
+        floor = runs[-1].position
+        ids = [r.id for r in runs]
+        rows = list(session.execute(
+            _series_query(benchmark.id).where(col(Measurement.run_id).between(min(ids), max(ids)),
+                                              col(Commit.position) > floor, *below)
+            .order_by(*newest_first).limit(limit + 1)))
+    if len(rows) <= limit:  # not enough there: the rest of the series below the cursor, nulls last
+        rest = _series_query(benchmark.id)
+        if before is not None:
+            rest = rest.where((col(Commit.position) < before) | col(Commit.position).is_(None))
+        rows = list(session.execute(rest.order_by(*newest_first).limit(limit + 1)))
+    if len(rows) <= limit:
+        return SeriesPage([_series_point(r) for r in reversed(rows)], None)
+    cut = rows[limit].position
+    page = [r for r in rows[:limit] if r.position != cut]  # an unplaced cut (None) keeps the placed rows
+    if not page:
+        # One commit (or the unplaced ones) holds more than a page: that commit, whole, is the page.
+        at = col(Commit.position) == cut if cut is not None else col(Commit.position).is_(None)
+        page = list(session.execute(_series_query(benchmark.id).where(at).order_by(*newest_first)))
+        oldest = cut
+    else:
+        oldest = page[-1].position
+    return SeriesPage([_series_point(r) for r in reversed(page)], oldest)
 
 
 def benchmarks(session: Session, repository_id: int | None = None) -> list[Benchmark]:
