@@ -299,6 +299,7 @@ def _head_runs(session: Session) -> list[dict[str, Any]]:
     rank = func.row_number().over(partition_by=col(Run.repository_id), order_by=_newest_first()).label("rank")
     ranked = (sa_select(col(Run.repository_id).label("repository_id"), col(Run.id).label("run_id"),
                         col(Run.state).label("state"), col(Run.trigger).label("trigger"),
+                        col(Run.analysis_state).label("analysis_state"), col(Run.analysis_error).label("analysis_error"),
                         col(Commit.id).label("commit_id"), col(Commit.sha).label("sha"),
                         col(Commit.message).label("message"), col(Commit.author).label("author"),
                         col(Commit.committed_at).label("committed_at"), rank)

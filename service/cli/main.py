@@ -130,11 +130,20 @@ def serve(
     port: Annotated[int, typer.Option("--port")] = 8000,
 ) -> None:
     """API, dashboard and webhook endpoint."""
+    import socket
+
     import uvicorn
 
     from roofwatch.service.api.app import create_app
     from roofwatch.workers.logs import configure_logging
 
+    if not 0 < port < 65536:
+        _fail(f"--port must be between 1 and 65535, not {port}")
+    try:  # before anything is printed: a busy port is one line, not a startup that then fails
+        probe_socket = socket.create_server((host, port))
+    except OSError as exc:
+        _fail(f"cannot listen on {host}:{port}: {exc.strerror or exc} (another server there? try --port)")
+    probe_socket.close()
     configure_logging(get_settings().log_format, "info")
     prepare_database()
     console.print(f"roofwatch dashboard on [link]http://{host}:{port}/[/link]")
@@ -203,7 +212,9 @@ def regressions(
     repo: Annotated[str | None, typer.Option("--repo", help="OWNER/NAME, local path or clone URL, as `run` takes it")] = None,
     format_: Annotated[str, typer.Option("--format", help="table | json")] = "table",
 ) -> None:
-    """The detected changes."""
+    """The detected changes (the id is what `roofwatch triage ID` takes)."""
+    if format_ not in ("table", "json"):
+        _fail(f"--format must be table or json, not {format_!r}")
     from roofwatch.service.core.db import session_scope
     from roofwatch.service.core.errors import RoofwatchError
     from roofwatch.service.records.queries import change_rows
@@ -218,13 +229,13 @@ def regressions(
     if format_ == "json":
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
-    table = Table("benchmark / test", "suite", "kind", "commit", "Δ %", "interval", "p", "state")
+    table = Table("id", "benchmark / test", "suite", "kind", "commit", "Δ %", "interval", "p", "state")
     for row in rows:
         commit = (row["commit"] or f"{row['range'] or '?'}")[:19]
         pct = "" if row["change_pct"] is None else f"{row['change_pct']:+.1f}"
         interval = "" if row["ci_low"] is None else f"[{row['ci_low']:+.1f}, {row['ci_high']:+.1f}]"
         p = "" if row["p_value"] is None else f"{row['p_value']:.2g}"
-        table.add_row(escape(row["benchmark"]), row["suite"], row["kind"], commit, pct, interval, p, row["state"])
+        table.add_row(str(row["id"]), escape(row["benchmark"]), row["suite"], row["kind"], commit, pct, interval, p, row["state"])
     console.print(table if rows else "no changes detected")
 
 
@@ -337,6 +348,35 @@ def triage(
 
 
 app.command("upload")(upload_command.upload)
+
+
+@app.command()
+def doctor() -> None:
+    """What this machine has and lacks to measure, for each mode, with the command that fixes each gap."""
+    from roofwatch.workers import prerequisites
+
+    settings = get_settings()
+    checks = [*prerequisites.for_running(settings), prerequisites.gpu(), prerequisites.nvml()]
+    table = Table("", "prerequisite", "found", "fix")
+    for check in checks:
+        table.add_row("[green]ok[/]" if check.ok else ("[red]missing[/]" if check.blocking else "[yellow]absent[/]"),
+                      check.name, escape(check.found), escape(check.fix))
+    console.print(table)
+    have = {check.name.split(" ")[0]: check.ok for check in checks}
+    can_run = not prerequisites.missing(checks)
+    modes = [
+        ("roofwatch run / compare (measure commits here)", can_run,
+         "" if can_run else "needs git and the sandbox above"),
+        ("GPU kernels timed on a GPU, roofline against its roofs", can_run and have["GPU"],
+         "" if have["GPU"] else "no GPU: kernels are timed on the CPU / Triton interpreter"),
+        ("GPU clocks, temperature and throttling per sample", have["NVML"], "" if have["NVML"] else "needs NVML"),
+        ("roofwatch upload / serve / regressions (no measuring)", True, ""),
+        ("distributed mode (workers on a broker)", bool(settings.broker_url),
+         "" if settings.broker_url else "set ROOFWATCH_BROKER_URL (embedded mode needs none)"),
+    ]
+    for mode, ok, why in modes:
+        console.print(f"{'[green]yes[/]' if ok else '[yellow]no[/] '}  {mode}" + (f"  [dim]({why})[/]" if why else ""))
+    raise typer.Exit(0 if can_run else 1)
 
 
 def main() -> None:
