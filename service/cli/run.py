@@ -163,6 +163,10 @@ def execute(request: RunRequest, console: Console, report: Report | None = None)
             analysis_token = analysis_progress.set(analysing)
             try:
                 results.append(submit(job, queue))
+            except Exception as exc:  # in-process: recorded on the run (state or analysis_state); go on
+                bar.console.print(f"  [red]run {run_id}: {escape(type(exc).__name__)}: {escape(str(exc))}[/]")
+                bar.advance(overall)
+                continue
             finally:
                 analysis_progress.reset(analysis_token)
                 local_activity.reset(token)
