@@ -351,6 +351,46 @@ app.command("upload")(upload_command.upload)
 
 
 @app.command()
+def init(
+    path: Annotated[Path, typer.Argument(help="the repository's working tree")] = Path("."),
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="where to write the suites file (default: roofwatch-suites.toml in PATH)")] = None,
+    force: Annotated[bool, typer.Option("--force", help="overwrite an existing suites file")] = False,
+) -> None:
+    """Write a suites file for a repository that has none: its pytest-benchmark tests, src/ layout and extras."""
+    from roofwatch.service.cli.consoles import make_console as plain_console
+    from roofwatch.workers.external_suites import parse_suites_file
+    from roofwatch.workers.suite_discovery import discover, suites_toml
+
+    root = path.expanduser().resolve()
+    if not root.is_dir():
+        _fail(f"{path} is not a folder")
+    found = discover(root)
+    if not found.benchmark_dirs and not found.test_dirs:
+        _fail(f"no pytest-benchmark tests (a test taking the `benchmark` fixture) and no tests/ folder under {root}")
+    text = suites_toml(found)
+    parse_suites_file(text)  # what init writes, run and repo add read
+    target = output or root / "roofwatch-suites.toml"
+    if target.exists() and not force:
+        _fail(f"{target} exists; --force overwrites it")
+    target.write_text(text, encoding="utf-8")
+    plain = plain_console()
+    plain.print(escape(text), highlight=False)
+    found_lines = [f"benchmarks: {', '.join(found.benchmark_dirs) or 'none'} ({found.benchmark_files} file(s))",
+                   f"tests: {', '.join(found.test_dirs) or 'none'}",
+                   "layout: src/ (env PYTHONPATH=src)" if found.src_layout else "layout: flat",
+                   f"installed by setup: {', '.join(found.install) or 'nothing'}"]
+    for line in found_lines:
+        console.print(f"  {escape(line)}")
+    for name in found.unresolved:
+        console.print(f"  [yellow]imported but neither installed nor declared: {escape(name)}[/]")
+    name = f"local/{root.name}"
+    console.print(f"wrote {escape(str(target))}\nnext (stored suites serve every run, confirmation A/Bs included):\n"
+                  f"  roofwatch repo add {escape(name)} --clone-url {escape(str(root))} --suites {escape(str(target))}\n"
+                  f"  roofwatch run --repo {escape(name)} --last 5")
+
+
+@app.command()
 def doctor() -> None:
     """What this machine has and lacks to measure, for each mode, with the command that fixes each gap."""
     from roofwatch.workers import prerequisites

@@ -29,7 +29,7 @@ from roofwatch.service.flows.detection import analysis_progress
 from roofwatch.service.flows.measure import job_for, submit
 from roofwatch.service.records.changes import shown
 from roofwatch.service.records.repositories import mirror_and_source, resolve_repository
-from roofwatch.service.records.runs import create_run, find_commit, measured_on, upsert_commit
+from roofwatch.service.records.runs import create_run, earlier_runs, find_commit, measured_on, upsert_commit
 from roofwatch.workers import checkout, prerequisites
 from roofwatch.workers.device import probe, queue_name
 from roofwatch.workers.external_suites import parse_suites_file
@@ -119,8 +119,9 @@ def execute(request: RunRequest, console: Console, report: Report | None = None)
             if not request.force and settings.embedded and measured_on(session, commit, device.fingerprint):
                 skipped.append(info.sha)
                 continue
+            again = request.force or earlier_runs(session, commit, device.fingerprint)
             attempt = next_attempt(session, Run, run_key_prefix(
-                repo_row.full_name, info.sha, device.fingerprint, "manual")) if request.force else 0
+                repo_row.full_name, info.sha, device.fingerprint, "manual")) if again else 0
             key = manual_run_key(repo_row.full_name, info.sha, device.fingerprint, attempt)
             run = create_run(session, repo_row, commit, key)
             planned.append((run.id, info.sha))  # type: ignore[arg-type]
