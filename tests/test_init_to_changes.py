@@ -114,7 +114,7 @@ def test_init_refuses_a_folder_without_tests_and_an_existing_file(tmp_path: Path
     assert again.returncode == 2 and "exists; --force overwrites it" in again.stderr
 
 
-def test_a_library_is_tracked_from_init_to_a_stored_change(tmp_path: Path) -> None:
+def test_a_library_is_tracked_from_init_to_a_stored_change(roofwatch_env: Path, tmp_path: Path) -> None:
     repo = tmp_path / "fastlib"
     shas = _library(repo)
     env = {"ROOFWATCH_DATA_DIR": str(tmp_path / "data"), "ROOFWATCH_AB_MIN_ROUNDS": "3",
@@ -149,3 +149,13 @@ def test_a_library_is_tracked_from_init_to_a_stored_change(tmp_path: Path) -> No
     [change] = changes
     assert (change["benchmark"], change["kind"], change["commit"]) == ("test_checksum", "perf-regression", shas["slow"])
     assert change["change_pct"] > 100
+
+    # The confirmation A/B that stored it is listed on the overview, with its compare page.
+    from fastapi.testclient import TestClient
+
+    from roofwatch.service.api.app import create_app
+
+    client = TestClient(create_app())
+    overview = client.get("/").text
+    assert "Recent comparisons" in overview and 'href="/compare/1"' in overview
+    assert client.get("/compare/1").status_code == 200
