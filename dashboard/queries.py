@@ -324,7 +324,9 @@ def _counts(session: Session, key: Any, *where: ColumnElement[bool]) -> dict[Any
 def _head_runs(session: Session) -> list[dict[str, Any]]:
     """Per repository, the newest run on its newest commit among default-branch runs."""
     columns: tuple[Any, ...] = (col(Run.repository_id).label("repository_id"), col(Run.state).label("state"),
-               col(Run.trigger).label("trigger"), col(Commit.id).label("commit_id"), col(Commit.sha).label("sha"),
+               col(Run.trigger).label("trigger"), col(Run.analysis_state).label("analysis_state"),
+               col(Run.analysis_error).label("analysis_error"), col(Commit.id).label("commit_id"),
+               col(Commit.sha).label("sha"),
                col(Commit.message).label("message"), col(Commit.author).label("author"),
                col(Commit.committed_at).label("committed_at"))
     heads = []

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,13 +101,17 @@ def x_range(points: Iterable[KernelPoint], peaks: Peaks | None) -> tuple[float, 
     return min(xs) / 3, max(xs) * 3
 
 
-def roof_traces(peaks: Peaks, low: float, high: float) -> list[dict[str, Any]]:
+def roof_traces(peaks: Peaks, low: float, high: float, dtypes: Collection[str] = ()) -> list[dict[str, Any]]:
     """The bandwidth slope up to the highest ridge, one flat roof per compute peak, and the ridges.
 
     Each flat roof starts at its own ridge point, where it meets the slope: left of it the
-    kernel is bandwidth-bound, right of it compute-bound.
+    kernel is bandwidth-bound, right of it compute-bound. With ``dtypes`` (those of the points
+    drawn) only the roofs they are held to are drawn; each is labelled with its dtypes and value.
     """
     ridges = ridge_points(peaks)
+    if dtypes:
+        held_to = {compute_roof(peaks, dtype) for dtype in dtypes}
+        ridges = [ridge for ridge in ridges if ridge[2] in held_to] or ridges
     source = "measured" if peaks.source == "measured" else "datasheet"
     # Datasheet roofs are dashed: they are what the vendor prints, not what this device sustains.
     line = {"color": ROOF_COLOR, "width": 2, "dash": "solid" if source == "measured" else "dash"}
@@ -130,8 +134,11 @@ def roof_traces(peaks: Peaks, low: float, high: float) -> list[dict[str, Any]]:
         })
     for dtypes, intensity, peak in ridges:
         traces.append({
-            "type": "scatter", "mode": "lines", "meta": "roof", "name": plotly_text(f"{dtypes} roof ({source})"),
+            "type": "scatter", "mode": "lines+text", "meta": "roof", "name": plotly_text(f"{dtypes} roof ({source})"),
             "x": [intensity, max(high, intensity)], "y": [peak, peak], "line": line,
+            # Labelled on the chart, not only in the legend: several roofs are one colour.
+            "text": ["", plotly_text(f"{dtypes} {_flops(peak)}")], "textposition": "top left",
+            "textfont": {"color": ROOF_COLOR, "size": 11},
             "hoverinfo": "text", "hovertext": plotly_text(f"{dtypes}: {peak / 1e12:.4g} TFLOP/s ({source})"),
         })
     traces.append({
@@ -141,6 +148,14 @@ def roof_traces(peaks: Peaks, low: float, high: float) -> list[dict[str, Any]]:
         "hovertext": [plotly_text(f"ridge {dtypes}: {intensity:.3g} FLOP/byte") for dtypes, intensity, _ in ridges],
     })
     return traces
+
+
+def _flops(value: float) -> str:
+    """``51.2 TFLOP/s``, ``812 GFLOP/s``: the unit that keeps three significant figures readable."""
+    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6)):
+        if value >= scale:
+            return f"{value / scale:.3g} {prefix}FLOP/s"
+    return f"{value:.3g} FLOP/s"
 
 
 def hover(point: KernelPoint, peaks: Peaks | None, label: str) -> str:
@@ -212,7 +227,8 @@ def roofline_figure(latest: list[KernelPoint], earlier: list[KernelPoint], peaks
     """The whole chart: roofs (when the device has any), arrows from ``earlier``, the latest points."""
     pairs = moved(latest, earlier)
     low, high = x_range([*latest, *(before for before, _ in pairs)], peaks)
-    data = roof_traces(peaks, low, high) if peaks is not None else []
+    drawn = {p.dtype for p in [*latest, *(before for before, _ in pairs)]}
+    data = roof_traces(peaks, low, high, drawn) if peaks is not None else []
     data += shift_traces(pairs, peaks) + point_traces(latest, peaks)
     return {"data": data, "layout": {
         "template": "plotly_white", "height": 620, "margin": {"l": 70, "r": 20, "t": 10, "b": 50},

@@ -33,6 +33,10 @@ fi
 DEMO=$(realpath -m "${ROOFWATCH_DEMO_DIR:-.demo}")
 # The demo keeps its own database and mirrors, apart from what roofwatch tracks for you.
 export ROOFWATCH_DATA_DIR=${ROOFWATCH_DATA_DIR:-$DEMO/data}
+# The dashboard's triage buttons need the server's API token: the demo makes one, once.
+mkdir -p "$DEMO"
+[ -s "$DEMO/api-token" ] || .venv/bin/python -c "import secrets; print(secrets.token_urlsafe(24))" > "$DEMO/api-token"
+export ROOFWATCH_API_TOKEN=${ROOFWATCH_API_TOKEN:-$(cat "$DEMO/api-token")}
 REPO="$DEMO/kernels"
 started=$SECONDS
 [ -d "$REPO/.git" ] || .venv/bin/roofwatch demo init "$REPO"
@@ -40,5 +44,13 @@ started=$SECONDS
 .venv/bin/roofwatch run --repo "$REPO" --last 15 || true              # the buggy commits fail: exit 1
 .venv/bin/roofwatch compare main layernorm-two-pass --repo "$REPO" || true  # a regression: exit 1
 .venv/bin/roofwatch regressions --repo "$REPO" || true
-echo "demo measured in $((SECONDS - started)) s; the pull request's comparison is on the dashboard's compare page"
+cat <<DONE
+demo measured in $((SECONDS - started)) s.
+The demo keeps its own database: in another shell, to use the CLI on it,
+  export ROOFWATCH_DATA_DIR=$ROOFWATCH_DATA_DIR
+  .venv/bin/roofwatch regressions --repo $REPO      # the id column is what triage takes
+  .venv/bin/roofwatch triage ID acknowledged --note "seen"
+Dashboard: $URL (the pull request's comparison is listed there, under "Recent comparisons")
+Triage buttons on ${URL}changes: paste the API token $ROOFWATCH_API_TOKEN
+DONE
 serve

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from roofwatch.service.analysis.compare import UNKNOWN_RUN_NOISE_FLOOR, compare, run_to_run_noise
 from roofwatch.service.analysis.correctness import fixed, new_failures
@@ -62,3 +63,31 @@ def test_correctness_and_fdr() -> None:
     adjusted = adjust([0.01, 0.04, 0.03, 0.5])
     assert all(q >= p for p, q in zip([0.01, 0.04, 0.03, 0.5], adjusted))
     assert adjust([]) == []
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 7, 10, 101])
+def test_bootstrap_medians_have_the_distribution_of_medians_of_real_resamples(n: int) -> None:
+    from roofwatch.service.analysis.compare import bootstrap_medians
+
+    values = np.round(np.random.default_rng(n).lognormal(0.0, 0.3, n), 2)  # ties included
+    drawn = bootstrap_medians(values, 40_000, np.random.default_rng(1))
+    resampled = np.median(np.random.default_rng(2).choice(values, (40_000, n)), axis=1)
+    # Values of the sample (or means of two), with the same probabilities to within sampling error.
+    assert set(np.unique(drawn)) <= set(np.unique(resampled)) | {(a + b) / 2 for a in values for b in values}
+    for q in (0.1, 0.5, 0.9):
+        level = np.quantile(resampled, q)
+        assert abs(np.mean(drawn <= level) - np.mean(resampled <= level)) < 0.015
+
+
+def test_a_comparison_of_200k_samples_costs_what_one_of_1000_does() -> None:
+    from roofwatch.service.analysis.sampling import SAMPLE_LIMIT, reservoir
+
+    rng = np.random.default_rng(5)
+    base, head = rng.lognormal(0, 0.05, 200_000), 1.3 * rng.lognormal(0, 0.05, 200_000)
+    verdict = compare(base.tolist(), head.tolist(), same_process=True)
+    assert verdict.direction == "regression" and 28 < verdict.change_pct < 32
+    kept = reservoir(base, seed=3)
+    assert len(kept) == SAMPLE_LIMIT and kept == reservoir(base, seed=3)
+    position = {value: i for i, value in enumerate(base.tolist())}
+    at = [position[value] for value in kept]  # drawn from the samples, in their original order
+    assert at == sorted(at)

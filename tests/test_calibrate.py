@@ -443,3 +443,22 @@ def test_an_fp8_matmul_at_an_h100s_rate_is_under_the_fp8_roof_not_a_harness_erro
     n = 4096
     bound = bound_of(peaks, 2.0 * n**3, 3 * n * n, 2.0 * n**3 / 962.3e12, "fp8e4m3")
     assert bound.roof == "DRAM" and bound.fraction == pytest.approx(962.3 / 1329.5, rel=1e-3)
+
+
+def test_a_cache_level_slower_than_a_larger_one_is_flagged_and_not_used() -> None:
+    # Seen on a busy 2-core host: L2 at 45 GB/s under L3's 71, both above DRAM's 9.
+    caches = {"L1": {"capacity": 48e3, "bandwidth": 300e9}, "L2": {"capacity": 1e6, "bandwidth": 45e9},
+              "L3": {"capacity": 32e6, "bandwidth": 71e9}}
+    usable, unusable = usable_caches(caches, dram_bandwidth=9e9)
+    assert sorted(usable) == ["L1", "L3"]
+    assert "no faster than L3's 71 GB/s, a larger level: implausible" in unusable["L2"]
+
+
+def test_a_peak_that_moved_more_than_twofold_since_the_last_calibration_is_flagged() -> None:
+    from roofwatch.workers.calibrate import drift
+
+    before = _calibration()
+    # Seen on a busy host: two calibrations 11 minutes apart, fp32 8x apart.
+    after = _calibration(flops={**H200_PEAKS, "fp32": H200_PEAKS["fp32"] / 8}, bandwidth=H200_BW * 1.3)
+    assert drift(before, after) == ["fp32 compute: 6.38 TFLOP/s, 0.12x the previous calibration's 51 TFLOP/s"]
+    assert drift(before, _calibration()) == []

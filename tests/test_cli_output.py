@@ -37,6 +37,11 @@ def test_run_prints_json_and_whole_tables_when_not_on_a_terminal(tmp_path: Path)
     assert rows[1]["failed"] == 1 and rows[1]["benchmarks"] == 2 and "correctness-failure" in rows[1]["changes"]
     assert rows[3]["title"] == LONG_TITLE
     assert "commit(s) on" in done.stderr
+    # The failed suite is explained in the JSON: its reason and the last lines of its output.
+    [failed_suite] = rows[1]["suites"]
+    assert (failed_suite["name"], failed_suite["status"]) == ("correctness", "failed")
+    assert failed_suite["reason"] and "assert" in failed_suite["output_tail"]
+    assert rows[0]["suites"] == [] and {row["analysis"] for row in rows} == {"done"}
 
     # Everything is measured now: the second run only prints its summary, as a table in a pipe.
     table = _piped(["run", "--repo", str(repo), "--last", "4"], env)
@@ -45,6 +50,8 @@ def test_run_prints_json_and_whole_tables_when_not_on_a_terminal(tmp_path: Path)
     for column in ("run", "commit", "state", "tests ok", "failed", "benchmarks", "changes", "title"):
         assert column in header
     assert "…" not in table.stdout
+    # ... and on the terminal, under the table, where the user looks.
+    assert f"{shas['broken'][:12]} suite correctness failed: {failed_suite['reason']}" in table.stdout
 
     bad = _piped(["run", "--repo", str(repo), "--format", "yaml"], env)
     assert bad.returncode == 2 and "--format must be table or json" in bad.stderr

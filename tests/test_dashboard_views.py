@@ -555,3 +555,13 @@ def test_pages_draw_and_triage_from_the_browser(live_server: str, page, ids: dic
     page.goto(live_server + "/changes?state=acknowledged")  # it is stored, not just drawn
     assert page.locator(f"#change-{ids['changes']['regression']}").count() == 1
     assert errors == []
+
+
+def test_only_the_roofs_the_points_are_held_to_are_drawn_each_labelled_with_dtype_and_value() -> None:
+    fp16_only = roofline_figure([_point(1, 1e9, 1e9, 1e-3, dtype="fp16")], [], PEAKS)
+    [flat] = [t for t in _traces(fp16_only, "roof") if t["x"][0] > 0.5 and t["y"][0] == t["y"][1]]
+    assert flat["text"] == ["", "bf16/fp16 300 TFLOP/s"] and flat["mode"] == "lines+text"
+    both = roofline_figure([_point(1, 1e9, 1e9, 1e-3, dtype="fp16"), _point(2, 1e9, 1e9, 1e-3, dtype="int8")],
+                           [], PEAKS)  # int8 has no roof: held to fp32's, which is then drawn too
+    labels = sorted(t["text"][1] for t in _traces(both, "roof") if t.get("text"))
+    assert labels == ["bf16/fp16 300 TFLOP/s", "fp32 20 TFLOP/s"]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from tests_support import pytest_env
 
+from roofwatch.service.analysis.sampling import SAMPLE_LIMIT
 from roofwatch.workers.envelope import OutcomeRecord
 from roofwatch.workers.errors import ResultFileError
 from roofwatch.workers.results import parse_benchmark_json, parse_junit
@@ -86,7 +87,9 @@ def test_benchmark_json_from_a_real_run(reports: tuple[Path, Path]) -> None:
     assert measurement.name == "test_bench"
     assert measurement.median == raw["stats"]["median"] > 0
     assert measurement.n == raw["stats"]["rounds"] >= 5
-    assert len(measurement.samples) == measurement.n
+    # Every round up to the reservoir's size, a seeded uniform subset of them (in order) beyond it.
+    assert len(measurement.samples) == min(measurement.n, SAMPLE_LIMIT)
+    assert _is_subsequence(measurement.samples, raw["stats"]["data"])
     assert measurement.min <= measurement.median
     assert (measurement.flops, measurement.bytes) == (1000.0, 8000.0)
     assert (measurement.dtype, measurement.shape) == ("fp32", "10x100")
@@ -167,3 +170,31 @@ def test_third_party_benchmark_files_parse(path: Path | None, shared_corpus: Pat
         assert measurement.median == entry["stats"]["median"] > 0
         assert measurement.n >= 1
         assert measurement.min <= measurement.median
+
+
+def _is_subsequence(part: list[float], whole: list[float]) -> bool:
+    values = iter(whole)
+    return all(any(x == y for y in values) for x in part)
+
+
+def test_a_benchmark_with_many_rounds_keeps_its_statistics_and_a_bounded_reproducible_reservoir(
+        tmp_path: Path) -> None:
+    data = [1e-6 * (1 + (i % 97) / 97) for i in range(50_000)] + [float("nan")]
+    entry = {"name": "test_tiny[4]", "stats": {"median": 1.5e-6, "mean": 1.5e-6, "min": 1e-6, "iqr": 5e-7,
+                                               "rounds": 50_000, "data": data}}
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps({"machine_info": {}, "benchmarks": [entry, {**entry, "name": "test_tiny[8]"}]}))
+
+    first, second = parse_benchmark_json(path)
+    again, _ = parse_benchmark_json(path)
+
+    assert (first.n, first.median, len(first.samples)) == (50_000, 1.5e-6, SAMPLE_LIMIT)
+    assert first.samples == again.samples  # seeded: a file read twice gives the same samples
+    assert first.samples != second.samples  # by the benchmark's name, so series do not share one draw
+    assert _is_subsequence(first.samples, data[:-1])
+
+
+def test_an_empty_benchmarks_list_is_no_measurements(tmp_path: Path) -> None:
+    path = tmp_path / "bench.json"
+    path.write_text('{"machine_info": {"node": "x"}, "benchmarks": []}')
+    assert parse_benchmark_json(path) == []

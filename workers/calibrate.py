@@ -244,7 +244,33 @@ def usable_caches(caches: dict[str, dict[str, float]],
         else:
             unusable[name] = (f"its copy ran at {roof['bandwidth'] / 1e9:,.0f} GB/s, no faster than DRAM's "
                               f"{dram_bandwidth / 1e9:,.0f} GB/s, so it is no roof above DRAM's")
-    return kept, unusable
+    # A smaller level is nearer the cores: slower than a larger one is physically implausible
+    # (a busy host during its copy, or a level the copy never fitted in). Not used, and said.
+    by_size = sorted(kept, key=lambda level: kept[level]["capacity"])
+    for smaller, larger in zip(by_size, by_size[1:], strict=False):
+        if kept[smaller]["bandwidth"] <= kept[larger]["bandwidth"]:
+            unusable[smaller] = (f"its copy ran at {kept[smaller]['bandwidth'] / 1e9:,.0f} GB/s, no faster than "
+                                 f"{larger}'s {kept[larger]['bandwidth'] / 1e9:,.0f} GB/s, a larger level: "
+                                 "implausible, so it is not used (calibrate again on a quiet host)")
+    return {level: roof for level, roof in kept.items() if level not in unusable}, unusable
+
+
+DRIFT_FACTOR = 2.0  # a peak that moved more than this between calibrations of one device is flagged
+
+
+def drift(previous: Calibration, current: Calibration, factor: float = DRIFT_FACTOR) -> list[str]:
+    """The peaks of one device that moved more than ``factor``-fold since its previous calibration.
+
+    Hardware does not halve or double between two calibrations: such a move means one of
+    them measured a busy host (or a throttled GPU), and the roofline would change with it.
+    """
+    pairs = [("DRAM bandwidth", previous.bandwidth, current.bandwidth, "B/s")]
+    pairs += [(f"{dtype} compute", previous.flops[dtype], current.flops[dtype], "FLOP/s")
+              for dtype in sorted(set(previous.flops) & set(current.flops))]
+    pairs += [(f"{level} bandwidth", previous.caches[level]["bandwidth"], current.caches[level]["bandwidth"], "B/s")
+              for level in sorted(set(previous.caches) & set(current.caches))]
+    return [f"{what}: {_rate(new, unit)}, {new / old:.2g}x the previous calibration's {_rate(old, unit)}"
+            for what, old, new, unit in pairs if old > 0 and new > 0 and max(new / old, old / new) > factor]
 
 
 def _timed(timer: Timer, call: Callable[[], object]) -> dict[str, Any]:

@@ -3,22 +3,36 @@
 Both parsers raise ``ResultFileError`` with a readable reason for a missing, truncated,
 foreign or hostile file (a link, deeply nested, huge numbers, wrong types, timings that are
 not positive finite seconds), so the runner records that suite as errored and moves on.
+
+pytest-benchmark's JSON holds every round of every benchmark (200,000 rounds of 64 benchmarks
+is a 300 MB file; ``json.load`` of it took 800 MB and 15 s here). It is read one benchmark at a
+time (ijson), and each keeps its summary statistics (over all rounds) and a bounded, seeded
+reservoir of its raw samples (``sampling.SAMPLE_LIMIT``): a worker's memory and the envelope's
+size no longer grow with the round count.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
+import ijson
+import numpy as np
+
+from roofwatch.service.analysis.sampling import reservoir, seed_for
 from roofwatch.workers.envelope import MeasurementRecord, OutcomeRecord
 from roofwatch.workers.errors import ResultFileError
-from roofwatch.workers.tree_files import UnsafePath, read_file
+from roofwatch.workers.tree_files import UnsafePath, open_in, read_file
 
 MESSAGE_LIMIT = 4000
 RESULT_FILE_LIMIT = 256 * 1024 * 1024
+# A benchmark file is streamed, never held whole (unless it is not strict JSON): it may be larger.
+BENCHMARK_FILE_LIMIT = 4 * 1024 * 1024 * 1024
 MAX_ROUNDS = 2**62
 
 
@@ -85,10 +99,85 @@ def _outcome(case: ET.Element) -> OutcomeRecord:
 
 def parse_benchmark_json(path: Path) -> list[MeasurementRecord]:
     """Measurements from pytest-benchmark's ``--benchmark-json`` file (times in seconds)."""
-    data = load_json(read_result(path, "benchmark JSON"), "benchmark file")
-    if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
-        raise ResultFileError("benchmark JSON has no 'benchmarks' list (not pytest-benchmark output?)")
-    return [_measurement(entry) for entry in data["benchmarks"]]
+    try:
+        descriptor = open_in(path.parent, path.name)
+    except UnsafePath as exc:
+        raise ResultFileError(f"benchmark JSON: {exc}") from exc
+    if descriptor is None:
+        raise ResultFileError(f"no benchmark JSON written at {path.name}")
+    with os.fdopen(descriptor, "rb") as stream:
+        info = os.fstat(stream.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ResultFileError(f"benchmark JSON: {path.name!r} is not a regular file; it is not read")
+        if info.st_size == 0:
+            raise ResultFileError(f"no benchmark JSON written at {path.name}")
+        if info.st_size > BENCHMARK_FILE_LIMIT:
+            raise ResultFileError(f"benchmark JSON is {info.st_size} bytes, over the {BENCHMARK_FILE_LIMIT}-byte limit")
+        try:
+            entries = _stream_entries(stream)
+        except (ijson.JSONError, ValueError, OverflowError, RecursionError):
+            # ijson reads strict JSON; Python's json module writes NaN and Infinity, which a
+            # pytest-benchmark file may hold. Such a file is read whole, with the hostile-file
+            # limits of ``load_json``.
+            stream.seek(0)
+            entries = _whole_file_entries(stream.read(RESULT_FILE_LIMIT + 1))
+    return [_measurement(entry) for entry in entries]
+
+
+NO_BENCHMARKS = "benchmark JSON has no 'benchmarks' list (not pytest-benchmark output?)"
+
+
+def _stream_entries(stream: IO[bytes]) -> list[Any]:
+    """The ``benchmarks`` entries, each cut to its reservoir as soon as it is read."""
+    entries: list[Any] = []
+    if _first_byte(stream) != b"{":
+        raise ijson.JSONError("not an object")  # decided by the strict reader below
+    for entry in ijson.items(stream, "benchmarks.item", use_float=True):
+        entries.append(_bounded(entry))
+    if not entries:
+        stream.seek(0)  # an empty list, or none at all? (small either way)
+        top = dict(ijson.kvitems(stream, "", use_float=True))
+        if not isinstance(top.get("benchmarks"), list):
+            raise ResultFileError(NO_BENCHMARKS)
+    return entries
+
+
+def _whole_file_entries(data: bytes) -> list[Any]:
+    if len(data) > RESULT_FILE_LIMIT:
+        raise ResultFileError(f"benchmark JSON that is not strict JSON is read whole, up to {RESULT_FILE_LIMIT} bytes")
+    parsed = load_json(data, "benchmark file")
+    if not isinstance(parsed, dict) or not isinstance(parsed.get("benchmarks"), list):
+        raise ResultFileError(NO_BENCHMARKS)
+    return [_bounded(entry) for entry in parsed["benchmarks"]]
+
+
+def _bounded(entry: Any) -> Any:
+    """``entry`` with its raw samples replaced by their reservoir (and their count kept)."""
+    stats = entry.get("stats") if isinstance(entry, dict) else None
+    if not isinstance(stats, dict) or not isinstance(stats.get("data"), list):
+        return entry
+    data = _finite_samples(stats["data"])
+    rounds = stats.get("rounds") or len(data) or 1
+    sample = reservoir(data, seed=seed_for(str(entry.get("name"))))
+    return {**entry, "stats": {**stats, "data": sample, "rounds": rounds}}
+
+
+def _first_byte(stream: IO[bytes]) -> bytes:
+    """The first byte that is not whitespace; the stream is left at the start."""
+    head = stream.read(4096).lstrip()
+    stream.seek(0)
+    return head[:1]
+
+
+def _finite_samples(data: list[Any]) -> np.ndarray:
+    """The finite, positive numbers of a ``data`` list (a C-speed conversion when all are numbers)."""
+    try:
+        values = np.asarray(data, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        values = np.asarray([x for x in data if _finite(x)], dtype=float)
+    if values.ndim != 1:
+        return np.empty(0)
+    return values[np.isfinite(values) & (values > 0)]
 
 
 def _measurement(entry: Any) -> MeasurementRecord:

@@ -108,7 +108,8 @@ def run_job(job: Job, device: DeviceInfo | None = None, progress: Progress | Non
             try:
                 laid, source = prepare_suites(mirror, tree, job.suites_toml, job.suites_label, job.suites_from)
                 if laid is None:
-                    return envelope("skipped", "no [[tool.roofwatch.suites]] in pyproject.toml", commit=commit)
+                    return envelope("skipped", "no [[tool.roofwatch.suites]] in pyproject.toml "
+                                    "(`roofwatch init PATH` writes a suites file for --suites)", commit=commit)
             except SuiteConfigError as exc:
                 return envelope("errored", str(exc), commit=commit)
             results = [noted(run_suite(spec, tree, data_dir, job, progress), note) for spec, note in laid]

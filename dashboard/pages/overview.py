@@ -25,6 +25,7 @@ SPARK_POINTS = 30
 PER_PAGE = 100  # rows of benchmarks per page: one windowed query of 100 × 30 points
 OPEN_CHANGES_SHOWN = 50
 RECENT_RUNS = 20
+RECENT_COMPARISONS = 10  # pull requests, `roofwatch compare`, confirmations: each links its compare page
 
 
 def benchmark_row(benchmark: Benchmark, points: list[dict[str, Any]], detected: str | None = None) -> dict[str, Any]:
@@ -80,4 +81,6 @@ def register(app: FastAPI) -> None:
             "spark_points": SPARK_POINTS,
             # An unknown repository selects nothing rather than everything.
             "runs": [] if filters.repo and repo_id is None else queries.recent_runs(session, repo_id, RECENT_RUNS),
+            "comparisons": [] if filters.repo and repo_id is None
+            else queries.recent_comparisons(session, repo_id, RECENT_COMPARISONS),
         })

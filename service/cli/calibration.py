@@ -14,7 +14,15 @@ from rich.table import Table
 
 from roofwatch.roofline import datasheet_peaks
 from roofwatch.service.core.config import get_settings
-from roofwatch.workers.calibrate import Calibration, load_cached, measured_steps, peak_rows, store_cached, with_peaks
+from roofwatch.workers.calibrate import (
+    Calibration,
+    drift,
+    load_cached,
+    measured_steps,
+    peak_rows,
+    store_cached,
+    with_peaks,
+)
 from roofwatch.workers.calibrate import calibrate as measure_device
 from roofwatch.workers.envelope import DeviceInfo
 
@@ -58,6 +66,9 @@ def store(console: Console, info: DeviceInfo, calibration: Calibration) -> None:
     from roofwatch.service.tasks import register_device
 
     settings = get_settings()
+    previous = load_cached(settings.data_dir, info.fingerprint)
+    for line in drift(previous, calibration) if previous is not None else []:
+        console.print(f"[yellow]implausible change, check the host was idle and calibrate again:[/] {line}")
     store_cached(settings.data_dir, info.fingerprint, calibration)
     prepare_database()
     sent = register_device.delay(with_peaks(info, calibration).model_dump(mode="json"))

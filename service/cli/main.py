@@ -200,11 +200,20 @@ def serve(
     port: Annotated[int, typer.Option("--port")] = 8000,
 ) -> None:
     """API, dashboard and webhook endpoint."""
+    import socket
+
     import uvicorn
 
     from roofwatch.service.api.app import create_app
     from roofwatch.workers.logs import configure_logging
 
+    if not 0 < port < 65536:
+        _fail(f"--port must be between 1 and 65535, not {port}")
+    try:  # before anything is printed: a busy port is one line, not a startup that then fails
+        probe_socket = socket.create_server((host, port))
+    except OSError as exc:
+        _fail(f"cannot listen on {host}:{port}: {exc.strerror or exc} (another server there? try --port)")
+    probe_socket.close()
     configure_logging(get_settings().log_format, "info")
     prepare_database()
     console.print(f"roofwatch dashboard on [link]http://{host}:{port}/[/link]")
@@ -288,7 +297,9 @@ def regressions(
     repo: Annotated[str | None, typer.Option("--repo", help="OWNER/NAME, local path or clone URL, as `run` takes it")] = None,
     format_: Annotated[str, typer.Option("--format", help="table | json")] = "table",
 ) -> None:
-    """The detected changes."""
+    """The detected changes (the id is what `roofwatch triage ID` takes)."""
+    if format_ not in ("table", "json"):
+        _fail(f"--format must be table or json, not {format_!r}")
     from roofwatch.service.core.db import session_scope
     from roofwatch.service.core.errors import RoofwatchError
     from roofwatch.service.records.queries import change_rows
@@ -303,14 +314,14 @@ def regressions(
     if format_ == "json":
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
-    table = Table("benchmark / test", "suite", "kind", "commit", "Δ %", "interval", "p", "state")
+    table = Table("id", "benchmark / test", "suite", "kind", "commit", "Δ %", "interval", "p", "state")
     for row in rows:
         commit = (row["commit"] or f"{row['range'] or '?'}")[:19]
         pct = "" if row["change_pct"] is None else f"{row['change_pct']:+.1f}"
         interval = "" if row["ci_low"] is None else f"[{row['ci_low']:+.1f}, {row['ci_high']:+.1f}]"
         p = "" if row["p_value"] is None else f"{row['p_value']:.2g}"
-        table.add_row(inert(row["benchmark"]), inert(row["suite"]), inert(row["kind"]), inert(commit), pct, interval, p,
-                      inert(row["state"]))
+        table.add_row(str(row["id"]), inert(row["benchmark"]), inert(row["suite"]), inert(row["kind"]), inert(commit),
+                      pct, interval, p, inert(row["state"]))
     console.print(table if rows else "no changes detected")
 
 
@@ -455,6 +466,75 @@ def triage(
 
 
 app.command("upload")(upload_command.upload)
+
+
+@app.command()
+def init(
+    path: Annotated[Path, typer.Argument(help="the repository's working tree")] = Path("."),
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="where to write the suites file (default: roofwatch-suites.toml in PATH)")] = None,
+    force: Annotated[bool, typer.Option("--force", help="overwrite an existing suites file")] = False,
+) -> None:
+    """Write a suites file for a repository that has none: its pytest-benchmark tests, src/ layout and extras."""
+    from roofwatch.service.cli.consoles import make_console as plain_console
+    from roofwatch.workers.external_suites import parse_suites_file
+    from roofwatch.workers.suite_discovery import discover, suites_toml
+
+    root = path.expanduser().resolve()
+    if not root.is_dir():
+        _fail(f"{path} is not a folder")
+    found = discover(root)
+    if not found.benchmark_dirs and not found.test_dirs:
+        _fail(f"no pytest-benchmark tests (a test taking the `benchmark` fixture) and no tests/ folder under {root}")
+    text = suites_toml(found)
+    parse_suites_file(text)  # what init writes, run and repo add read
+    target = output or root / "roofwatch-suites.toml"
+    if target.exists() and not force:
+        _fail(f"{target} exists; --force overwrites it")
+    target.write_text(text, encoding="utf-8")
+    plain = plain_console()
+    plain.print(escape(text), highlight=False)
+    found_lines = [f"benchmarks: {', '.join(found.benchmark_dirs) or 'none'} ({found.benchmark_files} file(s))",
+                   f"tests: {', '.join(found.test_dirs) or 'none'}",
+                   "layout: src/ (env PYTHONPATH=src)" if found.src_layout else "layout: flat",
+                   f"installed by setup: {', '.join(found.install) or 'nothing'}"]
+    for line in found_lines:
+        console.print(f"  {escape(line)}")
+    for name in found.unresolved:
+        console.print(f"  [yellow]imported but neither installed nor declared: {escape(name)}[/]")
+    name = f"local/{root.name}"
+    console.print(f"wrote {escape(str(target))}\nnext (stored suites serve every run, confirmation A/Bs included):\n"
+                  f"  roofwatch repo add {escape(name)} --clone-url {escape(str(root))} --suites {escape(str(target))}\n"
+                  f"  roofwatch run --repo {escape(name)} --last 5")
+
+
+@app.command()
+def doctor() -> None:
+    """What this machine has and lacks to measure, for each mode, with the command that fixes each gap."""
+    from roofwatch.workers import prerequisites
+
+    settings = get_settings()
+    checks = [*prerequisites.for_running(settings), prerequisites.gpu(), prerequisites.nvml()]
+    table = Table("", "prerequisite", "found", "fix")
+    for check in checks:
+        table.add_row("[green]ok[/]" if check.ok else ("[red]missing[/]" if check.blocking else "[yellow]absent[/]"),
+                      check.name, escape(check.found), escape(check.fix))
+    console.print(table)
+    have = {check.name.split(" ")[0]: check.ok for check in checks}
+    can_run = not prerequisites.missing(checks)
+    modes = [
+        ("roofwatch run / compare (measure commits here)", can_run,
+         "" if can_run else "needs git and the sandbox above"),
+        ("GPU kernels timed on a GPU, roofline against its roofs", can_run and have["GPU"],
+         "" if have["GPU"] else "no GPU: kernels are timed on the CPU / Triton interpreter"),
+        ("GPU clocks, temperature and throttling per sample", have["NVML"], "" if have["NVML"] else "needs NVML"),
+        ("roofwatch upload / serve / regressions (no measuring)", True, ""),
+        ("distributed mode (workers on a broker)", bool(settings.broker_url),
+         "" if settings.broker_url else "set ROOFWATCH_BROKER_URL (embedded mode needs none)"),
+    ]
+    for mode, ok, why in modes:
+        console.print(f"{'[green]yes[/]' if ok else '[yellow]no[/] '}  {mode}" + (f"  [dim]({why})[/]" if why else ""))
+    raise typer.Exit(0 if can_run else 1)
 
 
 def main() -> None:

@@ -11,8 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
+from rich.padding import Padding
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 from sqlmodel import select
 
 from roofwatch.service.cli.consoles import inert
@@ -22,18 +25,20 @@ from roofwatch.service.core.db import session_scope
 from roofwatch.service.core.errors import RoofwatchError
 from roofwatch.service.core.keys import manual_run_key, next_attempt, run_key_prefix
 from roofwatch.service.core.links import dashboard_url
-from roofwatch.service.core.models import Change, Commit, Measurement, Repository, Run, TestOutcome
+from roofwatch.service.core.models import Change, Commit, Measurement, Repository, Run, SuiteExecution, TestOutcome
+from roofwatch.service.flows.detection import analysis_progress
 from roofwatch.service.flows.measure import job_for, submit
 from roofwatch.service.records.changes import shown
 from roofwatch.service.records.repositories import mirror_and_source, resolve_repository
-from roofwatch.service.records.runs import create_run, find_commit, measured_on, upsert_commit
-from roofwatch.workers import checkout
+from roofwatch.service.records.runs import create_run, earlier_runs, find_commit, measured_on, upsert_commit
+from roofwatch.workers import checkout, prerequisites
 from roofwatch.workers.device import probe, queue_name
 from roofwatch.workers.external_suites import parse_suites_file
 from roofwatch.workers.progress import Activity, local_activity
 from roofwatch.workers.redaction import redact
 
 DEFAULT_LAST = 1
+OUTPUT_TAIL_LINES = 15  # of a failed suite's output, printed under the summary
 
 
 @dataclass
@@ -95,6 +100,15 @@ def execute(request: RunRequest, console: Console, report: Report | None = None)
         console.print(f"[bold red]error:[/] {inert(redact(str(exc)))}")
         return 2
 
+    if settings.embedded:
+        # This process measures: a missing sandbox or git would fail every commit the same way.
+        lacking = prerequisites.missing(prerequisites.for_running(settings))
+        for check in lacking:
+            console.print(f"[bold red]error:[/] {escape(check.name)}: {escape(check.found)}\n  fix: {escape(check.fix)}")
+        if lacking:
+            console.print("nothing was checked out; `roofwatch doctor` lists what this machine has")
+            return 2
+
     device = probe()
     queue = queue_name(request.device_class or device.device_class)
     planned: list[tuple[int, str]] = []
@@ -107,8 +121,9 @@ def execute(request: RunRequest, console: Console, report: Report | None = None)
             if not request.force and settings.embedded and measured_on(session, commit, device.fingerprint):
                 skipped.append(info.sha)
                 continue
+            again = request.force or earlier_runs(session, commit, device.fingerprint)
             attempt = next_attempt(session, Run, run_key_prefix(
-                repo_row.full_name, info.sha, device.fingerprint, "manual")) if request.force else 0
+                repo_row.full_name, info.sha, device.fingerprint, "manual")) if again else 0
             key = manual_run_key(repo_row.full_name, info.sha, device.fingerprint, attempt)
             run = create_run(session, repo_row, commit, key)
             planned.append((run.id, info.sha))  # type: ignore[arg-type]
@@ -144,10 +159,19 @@ def execute(request: RunRequest, console: Console, report: Report | None = None)
                     bar.console.print(f"  {text}")
                 bar.update(overall, description=text)
 
+            def analysing(run: int, done: int, total: int, _label: str = label) -> None:
+                bar.update(overall, description=f"{_label} · analysing run {run}: {done}/{total} benchmarks")
+
             token = local_activity.set(show)
+            analysis_token = analysis_progress.set(analysing)
             try:
                 results.append(submit(job, queue))
+            except Exception as exc:  # in-process: recorded on the run (state or analysis_state); go on
+                bar.console.print(f"  [red]run {run_id}: {escape(type(exc).__name__)}: {escape(str(exc))}[/]")
+                bar.advance(overall)
+                continue
             finally:
+                analysis_progress.reset(analysis_token)
                 local_activity.reset(token)
             if settings.embedded or request.wait:
                 results[-1].get(propagate=False)
@@ -158,7 +182,7 @@ def execute(request: RunRequest, console: Console, report: Report | None = None)
         return 0
     runs = _runs_for(infos, repository.id, device.fingerprint)  # type: ignore[arg-type]
     report(runs)
-    return 0 if all(r["state"] in ("succeeded", "skipped") for r in runs) else 1
+    return 0 if all(r["state"] in ("succeeded", "skipped") and r["analysis"] != "failed" for r in runs) else 1
 
 
 def _runs_for(infos: list[checkout.CommitInfo], repository_id: int, fingerprint: str) -> list[dict[str, object]]:
@@ -176,12 +200,19 @@ def _runs_for(infos: list[checkout.CommitInfo], repository_id: int, fingerprint:
             outcomes = session.exec(select(TestOutcome.outcome).where(TestOutcome.run_id == run.id)).all()
             measurements = session.exec(select(Measurement.id).where(Measurement.run_id == run.id)).all()
             changes = session.exec(select(Change).where(Change.detected_run_id == run.id, shown())).all()
+            not_passed = session.exec(select(SuiteExecution).where(
+                SuiteExecution.run_id == run.id, SuiteExecution.status != "passed")
+                .order_by(SuiteExecution.id)).all()  # type: ignore[arg-type]
             rows.append({
                 "run": run.id, "sha": info.sha, "title": info.message.splitlines()[0] if info.message else "",
                 "state": run.state, "passed": sum(o == "passed" for o in outcomes),
                 "failed": sum(o in ("failed", "error") for o in outcomes),
                 "benchmarks": len(measurements),
                 "changes": sorted({c.kind for c in changes}), "reason": run.error,
+                "analysis": run.analysis_state, "analysis_error": run.analysis_error,
+                "suites": [{"name": s.name, "status": s.status, "reason": s.reason, "exit_code": s.exit_code,
+                            "output_tail": "\n".join(s.output_tail.splitlines()[-OUTPUT_TAIL_LINES:])}
+                           for s in not_passed],
             })
     return rows
 
@@ -191,7 +222,9 @@ Report = Callable[[list[dict[str, object]]], None]
 
 def write_json(rows: list[dict[str, object]]) -> None:
     """``--format json``: one object per commit, oldest first (run, sha, title, state, passed,
-    failed, benchmarks, changes (kinds detected by that run), reason)."""
+    failed, benchmarks, changes (kinds detected by that run), reason, analysis ("", pending,
+    running, done, failed), analysis_error, suites (each suite that did not pass: name, status,
+    reason, exit_code, output_tail: its last lines))."""
     sys.stdout.write(json.dumps(rows, indent=2) + "\n")
 
 
@@ -211,4 +244,14 @@ def _summary(console: Console, rows: list[dict[str, object]]) -> None:
     for row in rows:
         if row["reason"] and row["state"] != "succeeded":
             console.print(f"[dim]{str(row['sha'])[:12]}: {inert(row['reason'])}[/]")
+        for suite in row["suites"]:  # type: ignore[attr-defined]
+            console.print(f"{str(row['sha'])[:12]} suite [bold]{inert(suite['name'])}[/] {suite['status']}: "
+                          f"{inert(suite['reason'] or 'no reason recorded')}")
+            if suite["output_tail"].strip():
+                console.print(Padding(Text(suite["output_tail"], style="dim"), (0, 0, 0, 4)))
+        if row["analysis"] == "failed":
+            console.print(f"[red]{str(row['sha'])[:12]}: analysis failed, its changes are not known: "
+                          f"{inert(row['analysis_error'])}[/]")
+        elif row["analysis"] in ("pending", "running"):
+            console.print(f"[yellow]{str(row['sha'])[:12]}: analysis {row['analysis']}, its changes are not known yet[/]")
     console.print(f"dashboard: roofwatch serve, then {dashboard_url()}")

@@ -36,6 +36,9 @@ def upload(
     Exit status: 0 stored (or already stored), 1 the pull request regressed, 2 bad input
     (unknown format, unreadable file, unknown repository or SHA, device mismatch).
     """
+    if output not in ("table", "json"):
+        err.print(f"[bold red]error:[/] --output must be table or json, not {output!r}")
+        raise typer.Exit(2)
     from roofwatch.service.cli.database import prepare_database
     from roofwatch.service.flows.upload import UploadRequest, upload_and_report
     from roofwatch.workers.errors import RoofwatchError

@@ -128,6 +128,11 @@ class Run(SQLModel, table=True):
     error: str = ""
     # Which suites ran and why: the commit's pyproject.toml or a stored config version (precedence).
     suites_source: str = ""
+    # Reading the run into its history, after it is stored: "" (not yet, or not a main-branch
+    # run), "running", "done", "failed" (with the reason in analysis_error). A run left
+    # "running" by a killed process shows as such, never as "no open change".
+    analysis_state: str = Field(default="", sa_column_kwargs={"server_default": ""})
+    analysis_error: str = Field(default="", sa_column_kwargs={"server_default": ""})
     created_at: datetime = Field(default_factory=utcnow)
     started_at: datetime | None = None
     finished_at: datetime | None = None

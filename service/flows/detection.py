@@ -19,7 +19,9 @@ before it opens the transaction.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from sqlmodel import Session, col, select
@@ -37,6 +39,12 @@ NUMERICS_ERROR_FLOOR = 1e-6  # errors below this are rounding noise, whatever th
 
 # (good sha, bad sha) -> the first-parent SHAs after good up to and including bad, oldest first.
 CommitsBetween = Callable[[str, str], list[str]]
+
+# (run id, benchmarks read, benchmarks in the run): set by an in-process caller (the CLI) so
+# a long analysis shows progress as measuring does. Called at most every PROGRESS_EVERY_S.
+AnalysisListener = Callable[[int, int, int], None]
+analysis_progress: ContextVar[AnalysisListener | None] = ContextVar("analysis_progress", default=None)
+PROGRESS_EVERY_S = 0.5
 
 
 @dataclass
@@ -179,10 +187,15 @@ def _numerics(session: Session, run: Run, commit: Commit, base: Run, summary: An
 def _performance(session: Session, run: Run, commit: Commit, summary: AnalysisSummary,
                  commits_between: CommitsBetween) -> None:
     measured = session.exec(select(Measurement.benchmark_id).where(Measurement.run_id == run.id)).all()
-    for benchmark_id in measured:
+    listener, shown_at = analysis_progress.get(), time.monotonic()
+    for done, benchmark_id in enumerate(measured):
+        if listener is not None and time.monotonic() - shown_at >= PROGRESS_EVERY_S:
+            listener(run.id, done, len(measured))  # type: ignore[arg-type]
+            shown_at = time.monotonic()
         benchmark = session.get(Benchmark, benchmark_id)
         assert benchmark is not None
-        points = benchmark_points(session, benchmark_id, run.device_id)  # type: ignore[arg-type]
+        points = benchmark_points(session, benchmark_id, run.device_id,  # type: ignore[arg-type]
+                                  samples_near=commit.position)
         confirmed_at = session.exec(select(Change.range_end_position).where(
             Change.repository_id == run.repository_id, Change.benchmark_id == benchmark_id,
             Change.device_id == run.device_id, Change.phase == lifecycle.CONFIRMED,

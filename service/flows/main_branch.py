@@ -37,7 +37,11 @@ FollowUp = Confirm | Bisect
 
 
 def after_run(run_id: int) -> AnalysisSummary:
-    """Analyse a finished run, then start what it asks for (midpoints to measure, A/Bs)."""
+    """Analyse a finished run, then start what it asks for (midpoints to measure, A/Bs).
+
+    The run's ``analysis_state`` says how far it got, committed on its own: "running" while
+    it reads, "done", or "failed" with the reason (an exception, or an interrupted process).
+    """
     with session_scope() as session:
         run = session.get(Run, run_id)
         if run is None:
@@ -45,14 +49,36 @@ def after_run(run_id: int) -> AnalysisSummary:
         repository = session.get(Repository, run.repository_id)
         assert repository is not None
         clone_url, repository_id = repository.clone_url, run.repository_id
-    mirror = _mirror(clone_url)  # fetched here, outside any transaction
-    with session_scope() as session:
-        summary = analyze_run(session, run_id, lambda good, bad: checkout.rev_range(mirror, f"{good}..{bad}"))
-        steps = follow_ups(session, repository_id)
+        run.analysis_state, run.analysis_error = "running", ""
+        session.add(run)
+    try:
+        mirror = _mirror(clone_url)  # fetched here, outside any transaction
+        with session_scope() as session:
+            summary = analyze_run(session, run_id, lambda good, bad: checkout.rev_range(mirror, f"{good}..{bad}"))
+            steps = follow_ups(session, repository_id)
+            run = session.get(Run, run_id)
+            assert run is not None
+            run.analysis_state = "done"
+            session.add(run)
+    except BaseException as exc:
+        _analysis_failed(run_id, "interrupted" if isinstance(exc, KeyboardInterrupt)
+                         else f"{type(exc).__name__}: {exc}")
+        raise
     log.info("run %s: %d change(s), %d fixed, %d follow-up(s)", run_id, len(summary.changes),
              len(summary.fixed), len(steps))
     start(steps)
     return summary
+
+
+def _analysis_failed(run_id: int, reason: str) -> None:
+    try:
+        with session_scope() as session:
+            run = session.get(Run, run_id)
+            if run is not None:
+                run.analysis_state, run.analysis_error = "failed", reason[:2000]
+                session.add(run)
+    except Exception:  # the database itself may be what failed: the original error is raised
+        log.exception("run %s: could not record that its analysis failed", run_id)
 
 
 def after_confirmation(comparison_id: int) -> list[int]:

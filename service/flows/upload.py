@@ -132,6 +132,7 @@ def upload(session: Session, request: UploadRequest) -> UploadOutcome:
                             device=device, suites=[result], started_at=now, finished_at=now)
         ingest_envelope(session, envelope)
         summary = analyze_run(session, run.id, lambda good, bad: checkout.rev_range(mirror, f"{good}..{bad}"))  # type: ignore[arg-type]
+        run.analysis_state = "done"  # in the upload's transaction: a failure rolls the whole upload back
         candidates = [session.get(Change, change_id) for change_id in summary.changes]
         outcome.unconfirmed = [_describe(c) for c in candidates if c is not None and c.phase != lifecycle.CONFIRMED]
         if outcome.unconfirmed:

@@ -12,6 +12,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlmodel import Session, col, select
 
 from roofwatch.roofline import Peaks, RooflineError
+from roofwatch.service.analysis.sampling import reservoir, seed_for
 from roofwatch.service.core.errors import IngestError
 from roofwatch.service.core.fingerprint import benchmark_fingerprint
 from roofwatch.service.core.models import (
@@ -33,6 +34,7 @@ from roofwatch.workers.envelope import ENVELOPE_VERSION, DeviceInfo, Envelope, M
 from roofwatch.workers.redaction import redact_json
 
 LOG_EXCERPT_LIMIT = 8000
+ANALYSED_STATES = ("succeeded", "failed")  # runs whose measurements are read into a history
 LOOKUP_BATCH = 500
 
 
@@ -121,6 +123,8 @@ def ingest_envelope(session: Session, envelope: Envelope) -> Run:
 
     run.state = envelope.status
     run.error = envelope.reason
+    if run.state in ANALYSED_STATES:
+        run.analysis_state = "pending"  # until main_branch.after_run has read it into history
     run.suites_source = envelope.suites_source
     run.log_excerpt = "\n".join(excerpts)[-LOG_EXCERPT_LIMIT:]
     run.started_at = run.started_at or envelope.started_at
@@ -212,11 +216,16 @@ def _measurement(run_id: int, benchmark_id: int, peaks: Peaks | None,
             # Faster than the hardware allows: the declared work or the timer is wrong.
             # Store no fraction rather than a flattering one, and say so in the run's log.
             harness_error = str(exc)
+    # Stored raw samples are bounded whatever sent them (a worker cuts them already; an upload
+    # or an older worker may not): a run adds kilobytes per benchmark, not megabytes.
+    samples = reservoir(record.samples, seed=seed_for(record.name))
     # Population standard deviation in floats (statistics.pstdev computes in exact fractions,
-    # which made it the slowest step of ingesting a large suite).
-    spread = float(np.std(record.samples)) if len(record.samples) > 1 else record.stddev
+    # which made it the slowest step of ingesting a large suite); over all rounds when the
+    # samples are a reservoir of them.
+    cut = record.n > len(samples) and record.stddev > 0
+    spread = record.stddev if cut else float(np.std(samples)) if len(samples) > 1 else record.stddev
     row: dict[str, object] = {
-        "run_id": run_id, "benchmark_id": benchmark_id, "samples": record.samples, "median": median,
+        "run_id": run_id, "benchmark_id": benchmark_id, "samples": samples, "median": median,
         "iqr": record.iqr, "min": record.min, "mean": record.mean, "n": record.n,
         "cv": spread / record.mean if record.mean > 0 else 0.0,
         "clock_mhz": _number(record.extra_info.get("sm_clock_mhz")),

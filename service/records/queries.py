@@ -6,9 +6,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select as sa_select
+from sqlalchemy.orm import aliased
 from sqlmodel import Session, col, select
 
-from roofwatch.service.core.models import Benchmark, Change, Commit, Device, Measurement, Repository, Run
+from roofwatch.service.core.models import Benchmark, Change, Commit, Comparison, Device, Measurement, Repository, Run
 from roofwatch.service.records.changes import shown
 
 
@@ -181,6 +182,23 @@ def recent_runs(session: Session, repository_id: int | None = None, limit: int =
          "started_at": run.started_at, "finished_at": run.finished_at, "device_id": run.device_id}
         for run in session.execute(query)
     ]
+
+
+def recent_comparisons(session: Session, repository_id: int | None = None, limit: int = 10) -> list[dict[str, Any]]:
+    """The newest A/B comparisons (pull requests, `roofwatch compare`, confirmations), newest first."""
+    base, head = aliased(Commit), aliased(Commit)
+    query: Any = (sa_select(col(Comparison.id), col(Repository.full_name), col(Comparison.purpose), col(Comparison.state),
+                       col(Comparison.verdict), col(Comparison.rounds), col(base.sha).label("base_sha"),
+                       col(head.sha).label("head_sha"), col(head.message).label("head_message"))
+             .join(Repository, col(Comparison.repository_id) == col(Repository.id))
+             .join(base, col(Comparison.base_commit_id) == col(base.id))
+             .join(head, col(Comparison.head_commit_id) == col(head.id))
+             .order_by(col(Comparison.id).desc()).limit(limit))
+    if repository_id is not None:
+        query = query.where(col(Comparison.repository_id) == repository_id)
+    return [{"id": row.id, "repository": row.full_name, "purpose": row.purpose, "state": row.state,
+             "verdict": row.verdict, "rounds": row.rounds, "base_sha": row.base_sha, "head_sha": row.head_sha,
+             "title": _title(row.head_message)} for row in session.execute(query)]
 
 
 def devices(session: Session) -> list[Device]:

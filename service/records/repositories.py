@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import subprocess
 from pathlib import Path
 
 from sqlmodel import Session, select
@@ -79,6 +80,10 @@ def resolve_repository(session: Session, spec: str) -> Repository:
         return by_name
     if is_local_path(spec):
         path = Path(spec).resolve()
+        if not _is_git_repository(path):
+            kind = "a folder" if path.is_dir() else "a file"
+            raise UnknownRepository(f"{spec!r} is {kind} but not a git repository "
+                                    "(give the folder a `git clone` made, or run `git init` in it and commit)")
         clone_url = str(path)
         by_url = session.exec(select(Repository).where(Repository.clone_url == clone_url)).first()
         if by_url is not None:
@@ -99,6 +104,15 @@ def resolve_repository(session: Session, spec: str) -> Repository:
         f"{spec!r} is not a registered repository, an existing path or a clone URL "
         "(register it with `roofwatch repo add OWNER/NAME --clone-url URL`)"
     )
+
+
+def _is_git_repository(path: Path) -> bool:
+    """A working tree or a bare repository git itself recognises at ``path``."""
+    if not path.is_dir():
+        return False
+    done = subprocess.run(["git", "-C", str(path), "rev-parse", "--git-dir"], capture_output=True, text=True,
+                          check=False)
+    return done.returncode == 0
 
 
 def mirror_and_source(repository: Repository, mirrors_dir: Path) -> tuple[Path, Path]:

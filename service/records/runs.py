@@ -30,12 +30,25 @@ def upsert_commit(session: Session, repository: Repository, info: CommitInfo) ->
 
 
 def measured_on(session: Session, commit: Commit, device_fingerprint: str) -> Run | None:
-    """A finished run of ``commit`` on the device with this fingerprint, if any."""
+    """A finished run of ``commit`` on the device with this fingerprint, if any.
+
+    A ``skipped`` run (no suites were found) measured nothing: it does not count, so suites
+    given later (``--suites``, ``repo set-suites``) run on that commit without ``--force``.
+    """
     return session.exec(
         select(Run).join(Device, col(Run.device_id) == col(Device.id))
         .where(Run.commit_id == commit.id, Device.fingerprint == device_fingerprint,
-               col(Run.state).in_(("succeeded", "failed", "skipped")))
+               col(Run.state).in_(("succeeded", "failed")))
     ).first()
+
+
+def earlier_runs(session: Session, commit: Commit, device_fingerprint: str) -> bool:
+    """Whether ``commit`` has any finished run on the device (a skipped one included)."""
+    return session.exec(
+        select(Run.id).join(Device, col(Run.device_id) == col(Device.id))
+        .where(Run.commit_id == commit.id, Device.fingerprint == device_fingerprint,
+               col(Run.state).in_(("succeeded", "failed", "skipped", "errored", "cancelled")))
+    ).first() is not None
 
 
 def create_run(session: Session, repository: Repository, commit: Commit, key: str,

@@ -37,22 +37,36 @@ def previous_run(session: Session, run: Run) -> Run | None:
     ).first()
 
 
-def benchmark_points(session: Session, benchmark_id: int, device_id: int, limit: int = SERIES_LIMIT) -> list[Point]:
-    """One point per commit (its latest run's median and samples), oldest position first."""
+def benchmark_points(session: Session, benchmark_id: int, device_id: int, limit: int = SERIES_LIMIT,
+                     samples_near: int | None = None) -> list[Point]:
+    """One point per commit (its latest run's median), oldest position first.
+
+    Raw samples are read only for the point at position ``samples_near`` and its two
+    neighbours (the only ones a newly measured commit is compared with): a long history costs
+    its medians, never hundreds of sample lists.
+    """
     rows = session.exec(
-        select(Commit.position, Commit.sha, Measurement.median, Measurement.samples)
+        select(Commit.position, Commit.sha, Measurement.median, Measurement.id)
         .join(Run, col(Measurement.run_id) == col(Run.id))
         .join(Commit, col(Run.commit_id) == col(Commit.id))
         .where(Measurement.benchmark_id == benchmark_id, Run.device_id == device_id,
                col(Run.trigger).in_(MAIN_BRANCH_TRIGGERS), col(Commit.position).is_not(None))
         .order_by(col(Commit.position).desc(), col(Run.id).desc()).limit(limit * 3)
     ).all()
-    latest: dict[int, Point] = {}
-    for position, sha, median, samples in rows:
+    latest: dict[int, tuple[str, float, int]] = {}
+    for position, sha, median, measurement_id in rows:
         if len(latest) >= limit and position not in latest:
             break
-        latest.setdefault(position, Point(position, sha, median, tuple(samples or ())))  # type: ignore[arg-type]
-    return sorted(latest.values(), key=lambda p: p.position)
+        latest.setdefault(position, (sha, median, measurement_id))  # type: ignore[arg-type]
+    positions = sorted(latest)
+    wanted: set[int] = set()
+    if samples_near is not None and samples_near in latest:
+        i = positions.index(samples_near)
+        wanted = {latest[p][2] for p in positions[max(0, i - 1):i + 2]}
+    samples = dict(session.exec(select(Measurement.id, Measurement.samples)
+                                .where(col(Measurement.id).in_(wanted))).all()) if wanted else {}
+    return [Point(p, latest[p][0], latest[p][1], tuple(samples.get(latest[p][2]) or ()))  # type: ignore[arg-type]
+            for p in positions]
 
 
 @dataclass(frozen=True)
