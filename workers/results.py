@@ -127,11 +127,32 @@ def parse_benchmark_json(path: Path) -> list[MeasurementRecord]:
 NO_BENCHMARKS = "benchmark JSON has no 'benchmarks' list (not pytest-benchmark output?)"
 
 
+MAX_DEPTH = 64  # pytest-benchmark's files are 5 deep; extra_info may nest a little more
+
+
+def _check_depth(stream: IO[bytes]) -> None:
+    """Refuse a file nested deeper than ``MAX_DEPTH`` before ijson builds its item prefixes.
+
+    ijson's prefixes grow with depth (``benchmarks.item.x.x…``), so a file nested 200,000 deep
+    would cost memory quadratic in its depth; the event stream without prefixes costs none.
+    """
+    depth = 0
+    for event, _ in ijson.basic_parse(stream, use_float=True):
+        if event == "start_map" or event == "start_array":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ResultFileError(f"benchmark JSON is nested more than {MAX_DEPTH} deep; it is not read")
+        elif event == "end_map" or event == "end_array":
+            depth -= 1
+    stream.seek(0)
+
+
 def _stream_entries(stream: IO[bytes]) -> list[Any]:
     """The ``benchmarks`` entries, each cut to its reservoir as soon as it is read."""
     entries: list[Any] = []
     if _first_byte(stream) != b"{":
         raise ijson.JSONError("not an object")  # decided by the strict reader below
+    _check_depth(stream)
     for entry in ijson.items(stream, "benchmarks.item", use_float=True):
         entries.append(_bounded(entry))
     if not entries:
