@@ -8,7 +8,11 @@ tolerances let through and which biases real models; here it fails.
 
 The allowance is ``fp32_ulps`` fp32 roundings of ``terms``, the magnitude of what the fp32
 computation adds up or cancels (the formula evaluated on absolute values; ``|expected|`` when
-nothing cancels), plus fp32's smallest normal, since a GPU may flush fp32 subnormals to zero.
+nothing cancels), plus fp32's smallest normal: a result below it may be flushed to zero (a GPU
+under fast math does, and the interpreter's bf16 conversion does). An intermediate may
+underflow too, or be out of reach of the formula (sigmoid as ``1 / (1 + exp(-x))`` is 0 once
+``exp(-x)`` overflows), and the factors applied after it carry that loss into the output:
+``underflow_scale`` is their magnitude, and adds that many smallest normals.
 Choose ``fp32_ulps`` from the kernel's longest chain of fp32 operations (a tree sum of ``n``
 terms is ``log2(n)`` deep; each exp, rsqrt or divide a few ulps more on a GPU, where they are
 approximate).
@@ -118,6 +122,7 @@ def assert_correctly_rounded(
     *,
     terms: torch.Tensor | None = None,
     fp32_ulps: float = 4.0,
+    underflow_scale: torch.Tensor | float = 0.0,
     rounding: Rounding | None = None,
 ) -> RoundingStats:
     """Check that ``actual`` is ``expected`` rounded once to ``actual.dtype``, up to fp32's own error.
@@ -129,6 +134,8 @@ def assert_correctly_rounded(
             (broadcastable to ``expected``); ``None`` means ``|expected|``.
         fp32_ulps: how many fp32 roundings of ``terms`` the computation may lose before the
             store (see the module docstring).
+        underflow_scale: what the output multiplies an fp32 intermediate by that may underflow
+            (broadcastable); 0 when only the output itself may.
         rounding: the store's rounding; ``None`` means ``kernel_store_rounding(actual.dtype)``.
 
     Returns:
@@ -159,7 +166,9 @@ def assert_correctly_rounded(
     mode = kernel_store_rounding(actual.dtype) if rounding is None else rounding
     magnitude = want.abs() if terms is None else terms.detach().to(torch.float64).abs().expand_as(want)
     fp32 = torch.finfo(torch.float32)
-    allowance = fp32_ulps * fp32.eps * magnitude + fp32.tiny
+    scale = underflow_scale.detach().to(torch.float64).abs() if isinstance(underflow_scale, torch.Tensor) \
+        else abs(underflow_scale)
+    allowance = fp32_ulps * fp32.eps * magnitude + fp32.tiny * (1 + scale)
     step = ulp(want, actual.dtype)
     if mode == "nearest":
         # Signed distance past the half-ulp bound on either side.

@@ -126,6 +126,19 @@ def test_the_allowance_follows_the_terms_that_cancel() -> None:
     assert_correctly_rounded(fp32_result, a - b, terms=a.abs() + b.abs(), fp32_ulps=2, rounding="nearest")
 
 
+def test_underflow_allowance_scales_with_what_follows_the_intermediate() -> None:
+    # silu(g) * up in bf16 at g = -91.5: fp32's sigmoid is 0 (exp(91.5) overflows), bf16 holds
+    # the exact 2.4e-35. Allowed only when the output's factor after sigmoid is declared.
+    gate, up = torch.tensor([-91.5], dtype=torch.float64), torch.tensor([-1416.0], dtype=torch.float64)
+    exact = gate * torch.sigmoid(gate) * up
+    zero = torch.zeros(1, dtype=torch.bfloat16)
+    with pytest.raises(AssertionError, match="not the correctly rounded bf16 value"):
+        assert_correctly_rounded(zero, exact, rounding="nearest")
+    assert_correctly_rounded(zero, exact, underflow_scale=(gate * up).abs(), rounding="nearest")
+    # A result under fp32's smallest normal may always be flushed.
+    assert_correctly_rounded(zero, torch.tensor([5.9e-39], dtype=torch.float64), rounding="nearest")
+
+
 def test_nan_and_shape_mismatches_fail_and_fp32_is_refused() -> None:
     exact = torch.ones(4, dtype=torch.float64)
     with pytest.raises(AssertionError, match="are NaN/Inf"):
