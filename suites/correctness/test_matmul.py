@@ -117,7 +117,11 @@ def _check(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> ErrorStats:
 def _check_rounding(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> RoundingStats:
     # Products of fp16/bf16 values are exact in fp32; each of the K additions rounds, by up to
     # one fp32 ulp of the running sum where tensor cores truncate: 2 K ulps of |a| @ |b| (the
-    # usual bound, Higham ch. 3), plus a few for the tile sums.
+    # usual bound, Higham ch. 3), plus a few for the tile sums. The interpreter differs from a
+    # GPU in two ways, and the check holds on both: it multiplies bf16 operands as raw bit
+    # patterns, so the kernel upcasts them to fp32 there (the same exact products), and numpy
+    # takes fp16 tile products with fp32 accumulators, as the tensor cores do; its bf16 store
+    # truncates, which kernel_store_rounding makes the bound.
     terms = a.double().abs() @ b.double().abs()
     return assert_correctly_rounded(out, matmul_reference(a, b, torch.float64), terms=terms,
                                     fp32_ulps=2 * a.shape[1] + 8)

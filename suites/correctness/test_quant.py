@@ -180,6 +180,9 @@ def _check_matmul_rounding(out: torch.Tensor, a: torch.Tensor, w_q: torch.Tensor
                            ) -> RoundingStats:
     # Exact products of widened int8 and fp16/bf16 values, K fp32 additions (up to one ulp each
     # where tensor cores truncate), one multiply by the scale: 2 K + 8 fp32 ulps of the terms.
+    # Under the interpreter bf16 tiles are multiplied in fp32 (it would multiply raw bf16 bit
+    # patterns) and fp16 ones by numpy with fp32 accumulators: the same products and sums; its
+    # bf16 store truncates, which kernel_store_rounding makes the bound.
     w = dequantize_int8_rowwise_reference(w_q, scale)
     terms = a.double().abs() @ w.abs().T
     return assert_correctly_rounded(out, w8a16_reference(a, w_q, scale), terms=terms, fp32_ulps=2 * a.shape[1] + 8)
