@@ -13,7 +13,7 @@ import math
 
 import pytest
 import torch
-from example_kernel import STRIDE, smooth_scale, smooth_scale_reference
+from example_kernel import INTERPRETED, STRIDE, smooth_scale, smooth_scale_reference
 
 from roofwatch.layouts import LAYOUTS, layout_cases, place
 from roofwatch.tolerances import assert_close, tolerance_for
@@ -116,7 +116,8 @@ EPS = 0.1
 def _run_example(case_layouts: dict[str, str], bug: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     [case] = [c for c in layout_cases({name: [layout] for name, layout in case_layouts.items()})]
     gen = torch.Generator().manual_seed(0)
-    x, weight = torch.randn((5, 37), generator=gen), torch.randn(37, generator=gen)
+    device = "cpu" if INTERPRETED else "cuda"
+    x, weight = torch.randn((5, 37), generator=gen).to(device), torch.randn(37, generator=gen).to(device)
     x_in, w_in = case.input("x", x), case.input("weight", weight)
     out = case.output("out", x)
     smooth_scale(x_in.tensor, w_in.tensor, EPS, out=out.tensor, bug=bug)
