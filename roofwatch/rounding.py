@@ -18,7 +18,8 @@ terms is ``log2(n)`` deep; each exp, rsqrt or divide a few ulps more on a GPU, w
 approximate).
 
 Where the output is stored decides the rounding: a GPU rounds fp32 to nearest even, and so
-does torch's ``.to()``. The Triton interpreter (3.x) converts fp32 -> bf16 by dropping the low
+does torch's ``.to()`` of an fp32 value (from fp64 it rounds twice, through fp32: see
+``round_once``). The Triton interpreter (3.x) converts fp32 -> bf16 by dropping the low
 bits (``_convert_float`` without a rounding mode): a bf16 store there rounds toward zero, one
 ulp at worst. ``kernel_store_rounding`` says which applies, and the check holds the kernel to
 that mode's own bound, so it stays as strict as the store allows on both.
@@ -142,9 +143,9 @@ def assert_correctly_rounded(
         ``RoundingStats``: the largest error in ulps and the share beyond half an ulp.
 
     Raises:
-        AssertionError: on a shape mismatch, NaN/Inf in ``actual``, or any element outside
-            ``[-allowance, ulp + allowance]`` of its correct rounding's bound: within half an
-            ulp either side when rounding to nearest; between 0 and one ulp toward zero when
+        AssertionError: on a shape mismatch, NaN/Inf in ``actual``, or any element further from
+            ``expected`` than its rounding allows, give or take the fp32 allowance: half an ulp
+            either side when rounding to nearest; between 0 and one ulp toward zero when
             truncating.
     """
     if actual.dtype not in _LOW_PRECISION:
