@@ -56,6 +56,7 @@ def _cross_entropy_kernel(
     logits_row_stride,
     target_ptr,
     loss_ptr,
+    loss_stride,
     grad_ptr,
     grad_row_stride,
     n_valid_ptr,
@@ -75,7 +76,7 @@ def _cross_entropy_kernel(
     target = tl.load(target_ptr + row)
 
     if target == ignore_index:
-        tl.store(loss_ptr + row, 0.0)
+        tl.store(loss_ptr + row * loss_stride, 0.0)
         if HAS_GRAD:
             zeros = tl.zeros([BLOCK], dtype=grad_ptr.dtype.element_ty)
             for start in range(0, n_cols, BLOCK):
@@ -114,7 +115,7 @@ def _cross_entropy_kernel(
     loss = (m - x_target) + log_d
     if SMOOTHING:
         loss = (m + log_d) - (1.0 - label_smoothing) * x_target - label_smoothing * (tl.sum(x_sum, axis=0) / n_cols)
-    tl.store(loss_ptr + row, loss)
+    tl.store(loss_ptr + row * loss_stride, loss)
 
     # Pass 2: d loss_row / d x_j = softmax_j - (1 - eps) [j == target] - eps / vocab, scaled
     # by 1 / n for the mean. When grad aliases logits, every element is read before it is
@@ -206,7 +207,7 @@ def cross_entropy_loss_and_grad(
         grad: ``(tokens, vocab)`` tensor of ``logits.dtype``, contiguous along the vocabulary,
             that receives d(loss)/d(logits) with an incoming gradient of 1 (every element is
             written); it may be ``logits`` itself. ``None`` skips the gradient pass.
-        loss_rows: optional ``(tokens,)`` fp32 tensor that receives the row losses.
+        loss_rows: optional ``(tokens,)`` fp32 tensor, any stride, that receives the row losses.
 
     Returns:
         ``(loss_rows, n_valid)``: fp32 ``(tokens,)`` row losses (0 on ignored rows) and a 0-d
@@ -237,6 +238,7 @@ def cross_entropy_loss_and_grad(
         logits.stride(0),
         target,
         loss_rows,
+        loss_rows.stride(0),
         logits if grad is None else grad,
         logits.stride(0) if grad is None else grad.stride(0),
         n_valid,

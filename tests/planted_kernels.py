@@ -15,6 +15,7 @@ copies ``suites/`` into the tree as well and runs it from there.)
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -96,7 +97,9 @@ def planted_tree(dest: Path, plants: Iterable[Edit], *, with_suites: bool = Fals
 
 def _interpreter_env(tree: Path) -> dict[str, str]:
     # cwd first on sys.path (python -m) and PYTHONPATH: the copy's kernels shadow the real ones.
-    return pytest_env(TRITON_INTERPRET="1", PYTHONPATH=str(tree))
+    # The repository root next, so the suites import this checkout's roofwatch even where the
+    # environment's editable install points at another checkout.
+    return pytest_env(TRITON_INTERPRET="1", PYTHONPATH=os.pathsep.join([str(tree), str(ROOT)]))
 
 
 def start_cases(tree: Path, cases: Sequence[str], junit: Path) -> subprocess.Popen[str]:

@@ -173,9 +173,11 @@ def test_the_wheel_carries_the_harness_and_its_entry_point(tmp_path: Path) -> No
 
 def test_the_public_correctness_api_is_what_the_readme_documents() -> None:
     assert set(public_api.__all__) == {
-        "GUARD", "INPUT_CANARY", "ErrorStats", "Tolerance", "assert_close", "assert_guard_intact",
-        "assert_within_torch_error", "dtype_name", "error_stats", "guarded", "large", "poisoned_output", "randn",
-        "record_errors", "shape_id", "tolerance_for",
+        "GUARD", "INPUT_CANARY", "LAYOUTS", "ErrorStats", "LayoutCase", "Placed", "RoundingStats", "Tolerance",
+        "assert_close", "assert_correctly_rounded", "assert_exposes", "assert_guard_intact",
+        "assert_within_torch_error", "dtype_name", "error_stats", "guarded", "kernel_store_rounding", "large",
+        "layout_cases", "place", "poisoned_output", "randn", "record_errors", "record_rounding", "round_once",
+        "shape_id", "tolerance_for", "ulp",
     }
     assert all(getattr(public_api, name).__module__.startswith("roofwatch.")
-               for name in public_api.__all__ if name not in ("GUARD", "INPUT_CANARY"))
+               for name in public_api.__all__ if name not in ("GUARD", "INPUT_CANARY", "LAYOUTS"))

@@ -25,6 +25,7 @@ import pytest
 def test_passes(record_property):
     record_property("max_abs_err", 0.00125)
     record_property("max_rel_err", "nan")
+    record_property("beyond_half_ulp", 0.25)
     assert 1 + 1 == 2
 
 
@@ -72,6 +73,7 @@ def test_junit_outcomes_messages_and_properties(reports: tuple[Path, Path]) -> N
     assert outcomes["test_passes"].test_id == "test_tiny::test_passes"
     assert outcomes["test_passes"].max_abs_err == 0.00125
     assert outcomes["test_passes"].max_rel_err is None  # "nan" is not a usable error bound
+    assert outcomes["test_passes"].beyond_half_ulp == 0.25
     assert outcomes["test_passes"].message == ""
     assert "arithmetic is broken" in outcomes["test_fails"].message
     assert "assert (2 + 2) == 5" in outcomes["test_fails"].message

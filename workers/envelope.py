@@ -44,6 +44,10 @@ class OutcomeRecord(BaseModel):
     duration_s: float = 0.0
     max_abs_err: float | None = None
     max_rel_err: float | None = None
+    # Share (0 to 1) of an fp16/bf16 output's elements further than half an ulp from the exact
+    # value (roofwatch.testing.record_rounding). Optional, so envelopes from workers that
+    # predate it still validate.
+    beyond_half_ulp: float | None = None
 
 
 class MeasurementRecord(BaseModel):

@@ -61,7 +61,8 @@ def parse_junit(path: Path) -> list[OutcomeRecord]:
     """Test outcomes from pytest's ``--junitxml`` file.
 
     ``test_id`` is ``<classname>::<name>``, e.g. ``suites.correctness.test_softmax::test_softmax[fp32]``.
-    ``max_abs_err`` / ``max_rel_err`` come from ``record_property`` entries of those names.
+    ``max_abs_err`` / ``max_rel_err`` / ``beyond_half_ulp`` come from ``record_property`` entries
+    of those names.
     """
     data = read_result(path, "JUnit XML")
     try:
@@ -94,6 +95,7 @@ def _outcome(case: ET.Element) -> OutcomeRecord:
         duration_s=_number(case.get("time")) or 0.0,
         max_abs_err=_number(properties.get("max_abs_err")),
         max_rel_err=_number(properties.get("max_rel_err")),
+        beyond_half_ulp=_number(properties.get("beyond_half_ulp")),
     )
 
 

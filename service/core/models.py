@@ -255,6 +255,9 @@ class TestOutcome(SQLModel, table=True):
     duration_s: float = 0.0
     max_abs_err: float | None = None
     max_rel_err: float | None = None
+    # Share of an fp16/bf16 output's elements beyond half an ulp of the exact value: 0 for a
+    # correctly rounded kernel, so new arithmetic (a reordered sum, an extra rounding) shows.
+    beyond_half_ulp: float | None = None
 
 
 class Change(SQLModel, table=True):

@@ -10,8 +10,9 @@ gives one change per real step. What a run finds:
   candidate with unmeasured commits in its range is *narrowed* first (``narrowing``); a
   narrowed one is *confirmed* by an A/B of exactly its two adjacent commits
   (``confirmation``). A sighting that overlaps a known change is that change.
-- **numerics drift**: a case whose error grew ``NUMERICS_DRIFT_FACTOR``-fold since the previous
-  measured commit, even while it passes.
+- **numerics drift**: a case whose error (``max_abs_err``, ``max_rel_err``, or the share of
+  elements beyond half an ulp, ``beyond_half_ulp``) grew ``NUMERICS_DRIFT_FACTOR``-fold since
+  the previous measured commit, even while it passes.
 
 Reads the repository's local mirror (``git rev-list``), never the network: the flow fetches
 before it opens the transaction.
@@ -36,6 +37,7 @@ from roofwatch.service.records.series import MAIN_BRANCH_TRIGGERS, benchmark_poi
 
 NUMERICS_DRIFT_FACTOR = 4.0  # error growth (two bits) that makes a numerics-drift change
 NUMERICS_ERROR_FLOOR = 1e-6  # errors below this are rounding noise, whatever the ratio
+NUMERICS_METRICS = ("max_abs_err", "max_rel_err", "beyond_half_ulp")  # TestOutcome columns tracked
 
 # (good sha, bad sha) -> the first-parent SHAs after good up to and including bad, oldest first.
 CommitsBetween = Callable[[str, str], list[str]]
@@ -159,7 +161,7 @@ def _numerics(session: Session, run: Run, commit: Commit, base: Run, summary: An
         if row.outcome in FAILING:
             continue  # a failing case is a correctness failure, not a drift
         old = base_rows.get((row.suite, row.test_id))
-        for metric in ("max_abs_err", "max_rel_err"):
+        for metric in NUMERICS_METRICS:
             before = getattr(old, metric) if old else None
             after = getattr(row, metric)
             if before is None or after is None or after < NUMERICS_ERROR_FLOOR:

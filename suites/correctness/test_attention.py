@@ -4,8 +4,17 @@ Each case may be at most ``K_TORCH`` times as far from ``softmax(Q Kᵀ·scale +
 fp64 as ``F.scaled_dot_product_attention`` in the same dtype (``assert_within_torch_error``).
 Outputs are poisoned with NaN before the call, inputs must come back unchanged, and the
 measured error is recorded as junit properties ``max_abs_err`` / ``max_rel_err``.
+
+q, k, v and the output are tried in layouts of their own (``layout_cases``): a KV cache is
+laid out unlike q, so a kernel addressing K with Q's batch or head stride must fail. The output
+is not held to correct rounding: P is rounded to the input dtype before the PV product by
+design (as in FlashAttention, for the tensor cores' full rate), so the result is not the exact
+one rounded once; it stays within ``K_TORCH`` times torch's error instead. A short causal case
+exposes every parameter's term (the scale, the mask, each operand).
 """
 
+import inspect
+import math
 import os
 from collections.abc import Callable
 
@@ -15,6 +24,9 @@ import torch.nn.functional as F
 
 from kernels.attention import attention, attention_reference
 from roofwatch.checks import IGNORE_RECORD_PROPERTY_WARNING, record_errors, shape_id
+from roofwatch.exposure import assert_exposes
+from roofwatch.layouts import LAYOUTS as ALL_LAYOUTS
+from roofwatch.layouts import LayoutCase, layout_cases, place
 from roofwatch.tolerances import ErrorStats, Tolerance, assert_close, assert_within_torch_error, dtype_name
 
 # pytest's default junit family (xunit2) warns on record_property yet still writes the
@@ -156,6 +168,87 @@ def test_attention_strided_inputs_and_scale(record_property: Callable[[str, obje
     out = attention(q, k, v, True, sm_scale=0.3)
     errors = _check(out, q, k, v, True, sm_scale=0.3)
     record_errors(record_property, errors)
+
+
+# Layouts as a test dimension (roofwatch.layouts): q, k, v and out each in a layout of its own
+# (in every case the three inputs differ), so a kernel addressing K or V with Q's batch, head
+# or row strides fails. "permuted" stores (batch, heads, seq, dim) as (seq, heads, batch, dim),
+# unlike q's batch and head strides, as a KV cache is. Inputs take any layout (a strided
+# head_dim is copied first); out needs a unit-stride head_dim, and other layouts are refused.
+LAYOUTS = {"q": list(ALL_LAYOUTS), "k": list(ALL_LAYOUTS), "v": list(ALL_LAYOUTS),
+           "out": ["contiguous", "padded", "permuted"]}
+REFUSED = {("out", layout): "out must be contiguous along its last dimension" for layout in ("transposed", "strided")}
+
+
+@pytest.mark.parametrize("case", layout_cases(LAYOUTS), ids=str)
+def test_attention_layouts(case: LayoutCase, record_property: Callable[[str, object], None]) -> None:
+    q, k, v = _make_inputs((2, 2, 33, 64), torch.float16, "randn", 0)
+    placed = {"q": case.input("q", q), "k": case.input("k", k), "v": case.input("v", v), "out": case.output("out", q)}
+
+    attention(placed["q"].tensor, placed["k"].tensor, placed["v"].tensor, True, out=placed["out"].tensor)
+
+    for name, tensor in placed.items():
+        tensor.assert_outside_intact(name)
+    record_errors(record_property, _check(placed["out"].tensor, q, k, v, True))
+
+
+@pytest.mark.parametrize(("tensor", "layout"), list(REFUSED), ids=str)
+def test_attention_refuses_layouts_it_cannot_write(tensor: str, layout: str) -> None:
+    q = torch.randn((1, 2, 4, 64), device=DEVICE).to(torch.float16)
+    bad = place(torch.full_like(q, float("nan")), layout)
+    with pytest.raises(ValueError, match=REFUSED[tensor, layout]):
+        attention(q, q, q, False, out=bad.tensor)
+    bad.assert_outside_intact(tensor)
+
+
+# Sizes that expose every term (roofwatch.exposure): what a kernel with one parameter's term
+# wrong would compute, on a short causal case with two heads, each told apart by the bound the
+# suite holds it to (K_TORCH times torch's error, with its floor).
+def _variant(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, diagonal: int | None = 0
+             ) -> torch.Tensor:
+    scores = (q.double() @ k.double().transpose(-2, -1)) * scale
+    if diagonal is not None:
+        seq = q.shape[-2]
+        hidden = torch.ones((seq, seq), dtype=torch.bool, device=q.device).triu(1 + diagonal)
+        scores = scores.masked_fill(hidden, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v.double()
+
+
+def _first_head(x: torch.Tensor) -> torch.Tensor:
+    return x[:, :1].expand_as(x)
+
+
+AttentionVariant = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, float], torch.Tensor]
+ALTERNATIVES: dict[str, tuple[str, AttentionVariant]] = {
+    # name: (the parameter whose term it gets wrong, what it computes given the right scale)
+    "queries of the first head for every head": ("q", lambda q, k, v, s: _variant(_first_head(q), k, v, s)),
+    "keys of the first head for every head": ("k", lambda q, k, v, s: _variant(q, _first_head(k), v, s)),
+    "values of the first head for every head": ("v", lambda q, k, v, s: _variant(q, k, _first_head(v), s)),
+    "causal mask ignored": ("causal", lambda q, k, v, s: _variant(q, k, v, s, diagonal=None)),
+    "one key past the diagonal visible": ("causal", lambda q, k, v, s: _variant(q, k, v, s, diagonal=1)),
+    "scale ignored": ("sm_scale", lambda q, k, v, s: _variant(q, k, v, 1.0)),
+    "1 / head_dim for the scale": ("sm_scale", lambda q, k, v, s: _variant(q, k, v, s * s)),
+}
+
+
+def test_every_parameter_has_a_term_exposed() -> None:
+    parameters = set(inspect.signature(attention).parameters) - {"out", "return_lse"}
+    assert {param for param, _ in ALTERNATIVES.values()} == parameters
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_name)
+def test_attention_exposes_every_term(dtype: torch.dtype, record_property: Callable[[str, object], None]) -> None:
+    q, k, v = _make_inputs((1, 2, 17, 64), dtype, "randn", 0)
+    scale = 1 / math.sqrt(q.shape[-1])
+
+    out = attention(q, k, v, True)
+
+    expected = _variant(q, k, v, scale)
+    baseline = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    bound = Tolerance(atol=K_TORCH * float((baseline.double() - expected).abs().max()) + _torch_floor(expected, dtype),
+                      rtol=0.0)
+    assert_exposes(expected, {name: compute(q, k, v, scale) for name, (_, compute) in ALTERNATIVES.items()}, bound)
+    record_errors(record_property, _check(out, q, k, v, True))
 
 
 def test_attention_rejects_bad_arguments() -> None:

@@ -5,7 +5,10 @@
 ``torch.add`` wherever both round to nearest even (see ``_add_is_exact``). Outputs are
 poisoned with NaN before each call and followed in memory by a canary that must survive it,
 inputs are checked unchanged, and the measured error is recorded as junit properties
-``max_abs_err`` / ``max_rel_err``.
+``max_abs_err`` / ``max_rel_err``. An fp16/bf16 sum must be correctly rounded
+(``assert_correctly_rounded``, the share beyond half an ulp recorded as ``beyond_half_ulp``),
+also under the interpreter, whose bf16 store truncates. The probes stream flat memory: every
+tensor in any layout but a contiguous one is refused (``layout_cases`` names them).
 """
 
 from collections.abc import Callable
@@ -25,6 +28,8 @@ from roofwatch.checks import (
     record_errors,
     shape_id,
 )
+from roofwatch.layouts import LAYOUTS, place
+from roofwatch.rounding import assert_correctly_rounded, record_rounding
 from roofwatch.tolerances import ErrorStats, assert_close, dtype_name, error_stats, tolerance_for
 
 pytestmark = IGNORE_RECORD_PROPERTY_WARNING
@@ -151,10 +156,14 @@ def test_add(
     assert result.data_ptr() == out.data_ptr(), "add must write into the out= tensor"
     assert_guard_intact(guard, "out")
     assert torch.equal(x, x_before) and torch.equal(y, y_before), "add modified an input"
-    errors = assert_close(out, add_reference(x, y, torch.float64), tolerance_for(dtype))
+    expected = add_reference(x, y, torch.float64)
+    errors = assert_close(out, expected, tolerance_for(dtype))
     if _add_is_exact(dtype):
         _assert_bit_identical(out, torch.add(x, y), "torch.add")
     record_errors(record_property, errors)
+    if dtype != torch.float32:
+        # One fp32 addition (exact unless the exponents lie far apart), then the store.
+        record_rounding(record_property, assert_correctly_rounded(out, expected, fp32_ulps=1))
 
 
 def test_probes_are_deterministic() -> None:
@@ -183,6 +192,27 @@ def test_add_rejects_non_contiguous_views() -> None:
         add(base, base.t())
     with pytest.raises(ValueError, match="out must be contiguous"):
         add(base, base, out=torch.empty_like(base).t())
+
+
+# Layouts as a test dimension (roofwatch.layouts): a copy behind the caller's back would double
+# the traffic a probe reports, so each tensor in each layout other than contiguous is refused,
+# with a message naming it; the contiguous layout is what every other case runs.
+REFUSED = [(op, name, layout) for op, names in (("copy", ("x", "out")), ("add", ("x", "y", "out")))
+           for name in names for layout in LAYOUTS if layout != "contiguous"]
+
+
+@pytest.mark.parametrize(("op", "tensor", "layout"), REFUSED, ids=str)
+def test_probes_refuse_every_layout_but_contiguous(op: str, tensor: str, layout: str) -> None:
+    values = torch.randn((3, 4, 50), device=DEVICE)
+    tensors = {"x": values, "y": values.clone(), "out": torch.full_like(values, float("nan"))}
+    bad = place(tensors[tensor], layout, slot=1)
+    tensors[tensor] = bad.tensor
+    with pytest.raises(ValueError, match=f"{tensor} must be contiguous"):
+        if op == "copy":
+            copy(tensors["x"], out=tensors["out"])
+        else:
+            add(tensors["x"], tensors["y"], out=tensors["out"])
+    bad.assert_outside_intact(tensor)
 
 
 def test_probes_reject_bad_arguments() -> None:

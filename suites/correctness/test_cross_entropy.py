@@ -4,8 +4,17 @@ The kernel cases poison the row losses and the gradient with NaN before the call
 never written fails), check that logits and targets are left untouched, and record the
 measured errors as junit properties: ``max_abs_err`` / ``max_rel_err`` for the loss,
 ``grad_max_abs_err`` / ``grad_max_rel_err`` for the gradient.
+
+An fp16/bf16 gradient is also held to correct rounding (``assert_correctly_rounded``): it is
+computed in fp32, scaled by 1 / n and rounded once, so a kernel that rounds before the 1 / n of
+the mean fails; the share beyond half an ulp is recorded as ``beyond_half_ulp``. (Through
+autograd with an incoming gradient other than 1, the stored gradient is rescaled and rounded a
+second time: by design, so that no fp32 copy of it is kept; those cases keep the dtype bound.)
+Every tensor is tried in a layout of its own (``layout_cases``); small vocabularies expose every
+term (eps / V, the 1 / n over rows not ignored, the reduction); gradient rows sum to zero.
 """
 
+import inspect
 from collections.abc import Callable
 
 import pytest
@@ -20,6 +29,9 @@ from kernels.cross_entropy import (
     cross_entropy_reference,
 )
 from roofwatch.checks import IGNORE_RECORD_PROPERTY_WARNING, record_errors
+from roofwatch.exposure import assert_exposes
+from roofwatch.layouts import LayoutCase, layout_cases, place
+from roofwatch.rounding import assert_correctly_rounded, kernel_store_rounding, record_rounding, ulp
 from roofwatch.tolerances import assert_close, dtype_name, tolerance_for
 
 # See test_softmax.py: roofwatch reads record_property from xunit2 reports despite the warning.
@@ -38,6 +50,24 @@ SEEDS = [0, 1]
 # Row losses are fp32 whatever the logits dtype: the inputs are exact in fp32 and so is the
 # arithmetic, so they meet the fp32 bound.
 LOSS_ROWS_TOLERANCE = tolerance_for(torch.float32)
+
+
+def _fp32_ulps(vocab: int) -> int:
+    """fp32 roundings a gradient element may carry before its store, in ulps of its terms.
+
+    p = exp((x - max) - log(d)) errs by about |x - max| ulps (under 30 where p survives an fp16
+    or bf16 rounding) plus the normalizer's depth: log2 of a block and one per streamed block.
+    """
+    return 64 + vocab // VOCAB_BLOCK
+
+
+def _grad_terms(logits: torch.Tensor, target: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
+    """p, the target weight and the uniform weight added on absolute values, times 1 / n."""
+    vocab = logits.shape[1]
+    valid = target != IGNORE_INDEX
+    one_hot = torch.nn.functional.one_hot(target.clamp_min(0).long(), vocab).double()
+    terms = torch.softmax(logits.double(), dim=-1) + one_hot + label_smoothing / vocab
+    return torch.where(valid[:, None], terms / valid.sum().clamp_min(1), 0.0)
 
 LogitsMaker = Callable[[tuple[int, int], torch.Tensor, torch.Generator], torch.Tensor]
 
@@ -116,6 +146,12 @@ def test_cross_entropy(
     grad_errors = assert_close(grad, ref_grad, tolerance_for(dtype))
     record_errors(record_property, loss_errors)
     record_errors(record_property, grad_errors, prefix="grad_")
+    if dtype != torch.float32:
+        stats = assert_correctly_rounded(grad, ref_grad, terms=_grad_terms(logits, target),
+                                         fp32_ulps=_fp32_ulps(shape[1]))
+        # The gradient is the case's one rounded output (the row losses are fp32): its share is
+        # the case's, which roofwatch stores and tracks.
+        record_rounding(record_property, stats)
 
 
 def _incoming_gradient(reduction: str, tokens: int, dtype: torch.dtype) -> torch.Tensor:
@@ -158,6 +194,129 @@ def test_cross_entropy_label_smoothing_on_a_streamed_row(record_property: Callab
     ref_loss, ref_grad = cross_entropy_reference(logits, target, IGNORE_INDEX, "sum", 0.2)
     record_property("max_abs_err", assert_close(loss.detach(), ref_loss, tolerance_for(torch.bfloat16)).max_abs)
     record_property("grad_max_abs_err", assert_close(grad, ref_grad, tolerance_for(torch.bfloat16)).max_abs)
+
+
+def _grad(logits: torch.Tensor, target: torch.Tensor, eps: float, *, uniform_over: int | None = None,
+          on_target: float | None = None, count: int | None = None) -> torch.Tensor:
+    """The gradient of the mean loss in fp64, with one term replaceable by a wrong one."""
+    vocab = logits.shape[1]
+    valid = target != IGNORE_INDEX
+    one_hot = torch.nn.functional.one_hot(target.clamp_min(0).long(), vocab).double()
+    weight = 1 - eps if on_target is None else on_target
+    grad = torch.softmax(logits.double(), dim=-1) - weight * one_hot - eps / (uniform_over or vocab)
+    return torch.where(valid[:, None], grad / (int(valid.sum()) if count is None else count), 0.0)
+
+
+def _next_class(target: torch.Tensor, vocab: int) -> torch.Tensor:
+    return torch.where(target == IGNORE_INDEX, target, (target + 1) % vocab)
+
+
+GradVariant = Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor]
+# name: (the parameter whose term it gets wrong, the gradient it computes)
+ALTERNATIVES: dict[str, tuple[str, GradVariant]] = {
+    "eps / (V - 1) for the uniform weight":
+        ("label_smoothing", lambda x, t, e: _grad(x, t, e, uniform_over=x.shape[1] - 1)),
+    "target weight 1 instead of 1 - eps": ("label_smoothing", lambda x, t, e: _grad(x, t, e, on_target=1.0)),
+    "ignored rows counted in the mean": ("ignore_index", lambda x, t, e: _grad(x, t, e, count=len(t))),
+    "the sum where the mean was asked": ("reduction", lambda x, t, e: _grad(x, t, e, count=1)),
+    "the next class as target": ("target", lambda x, t, e: _grad(x, _next_class(t, x.shape[1]), e)),
+    "the first row's logits for every row": ("logits", lambda x, t, e: _grad(x[:1].expand_as(x), t, e)),
+}
+# Three classes, one row of four ignored: eps / V against eps / (V - 1) is 0.017 at eps 0.1, where
+# at V = 1000 it is 1e-7, under every bound.
+EXPOSING_SHAPE = (4, 3)
+EXPOSING_EPS = 0.1
+
+
+def test_every_parameter_has_a_term_exposed() -> None:
+    parameters = set(inspect.signature(cross_entropy_loss_and_grad).parameters) - {"grad", "loss_rows"}
+    assert {param for param, _ in ALTERNATIVES.values()} == parameters
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_name)
+def test_cross_entropy_exposes_every_term(dtype: torch.dtype, record_property: Callable[[str, object], None]) -> None:
+    logits, target = _make_case(EXPOSING_SHAPE, dtype, "randn", seed=0)
+    grad = torch.full_like(logits, float("nan"))
+
+    loss_rows, _ = cross_entropy_loss_and_grad(logits, target, IGNORE_INDEX, "mean", EXPOSING_EPS, grad=grad)
+
+    ref_rows, _ = cross_entropy_reference(logits, target, IGNORE_INDEX, "none", EXPOSING_EPS)
+    _, ref_grad = cross_entropy_reference(logits, target, IGNORE_INDEX, "mean", EXPOSING_EPS)
+    expected = _grad(logits, target, EXPOSING_EPS)
+    # The variants below change one term of this formula, which must first be torch's.
+    assert_close(expected, ref_grad, tolerance_for(torch.float32))
+    assert_exposes(expected, {name: compute(logits, target, EXPOSING_EPS) for name, (_, compute) in
+                              ALTERNATIVES.items()}, tolerance_for(dtype))
+    # The loss's smoothing term: eps times the mean of the row's logits, over V - 1 instead.
+    x = logits.double()
+    wrong_mean = ref_rows + EXPOSING_EPS * (x.sum(-1) / x.shape[1] - x.sum(-1) / (x.shape[1] - 1))
+    wrong_mean = torch.where(target == IGNORE_INDEX, 0.0, wrong_mean)
+    assert_exposes(ref_rows, {"the logits' mean over V - 1 in the loss": wrong_mean}, LOSS_ROWS_TOLERANCE)
+    record_errors(record_property, assert_close(loss_rows, ref_rows, LOSS_ROWS_TOLERANCE))
+    record_errors(record_property, assert_close(grad, ref_grad, tolerance_for(dtype)), prefix="grad_")
+
+
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.1], ids=lambda e: f"eps{e}")
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_name)
+@pytest.mark.parametrize("vocab", [3, 1000])
+def test_cross_entropy_gradient_rows_sum_to_zero(vocab: int, dtype: torch.dtype, label_smoothing: float) -> None:
+    # sum_j (p_j - (1 - eps) [j == target] - eps / V) = 1 - (1 - eps) - eps = 0 on every row not
+    # ignored, whatever the logits: up to each element's rounding (half an ulp, a whole one where
+    # the store truncates) and fp32's own error.
+    logits, target = _make_case((4, vocab), dtype, "randn", seed=2)
+    grad = torch.full_like(logits, float("nan"))
+    cross_entropy_loss_and_grad(logits, target, IGNORE_INDEX, "mean", label_smoothing, grad=grad)
+
+    g = grad.double()
+    eps32 = torch.finfo(torch.float32).eps
+    per_element = _fp32_ulps(vocab) * eps32 * _grad_terms(logits, target, label_smoothing)
+    if dtype != torch.float32:
+        share = 0.5 if kernel_store_rounding(dtype) == "nearest" else 1.0
+        per_element = per_element + share * ulp(g, dtype)
+    error, bound = g.sum(dim=-1).abs(), per_element.sum(dim=-1)
+    assert (error <= bound).all(), f"gradient rows sum to up to {float(error.max()):.3g} (bound {float(bound.max()):.3g})"
+
+
+# Layouts as a test dimension (roofwatch.layouts): logits, targets, gradient and row losses each
+# in a layout of their own, at a fused and a streamed vocabulary, so a kernel writing the
+# gradient with the logits' row stride fails. Inputs take any layout (a non-unit column stride
+# is copied first), the row losses any stride; the gradient needs unit-stride rows, and other
+# layouts are refused.
+LAYOUTS = {
+    "logits": ["contiguous", "padded", "transposed", "strided"],
+    "target": ["contiguous", "padded", "strided"],
+    "grad": ["contiguous", "padded"],
+    "loss_rows": ["contiguous", "padded", "strided"],
+}
+REFUSED = {("grad", layout): "grad must be a" for layout in ("transposed", "strided")}
+
+
+@pytest.mark.parametrize("vocab", [37, VOCAB_BLOCK + 100])
+@pytest.mark.parametrize("case", layout_cases(LAYOUTS), ids=str)
+def test_cross_entropy_layouts(case: LayoutCase, vocab: int, record_property: Callable[[str, object], None]) -> None:
+    logits, target = _make_case((4, vocab), torch.float16, "randn", seed=0)
+    placed = {"logits": case.input("logits", logits), "target": case.input("target", target),
+              "grad": case.output("grad", logits), "loss_rows": case.output("loss_rows", logits[:, 0].float())}
+
+    cross_entropy_loss_and_grad(placed["logits"].tensor, placed["target"].tensor, IGNORE_INDEX, "mean", 0.1,
+                                grad=placed["grad"].tensor, loss_rows=placed["loss_rows"].tensor)
+
+    for name, tensor in placed.items():
+        tensor.assert_outside_intact(name)
+    ref_rows, _ = cross_entropy_reference(logits, target, IGNORE_INDEX, "none", 0.1)
+    _, ref_grad = cross_entropy_reference(logits, target, IGNORE_INDEX, "mean", 0.1)
+    record_errors(record_property, assert_close(placed["loss_rows"].tensor, ref_rows, LOSS_ROWS_TOLERANCE))
+    record_errors(record_property, assert_close(placed["grad"].tensor, ref_grad, tolerance_for(torch.float16)),
+                  prefix="grad_")
+
+
+@pytest.mark.parametrize(("tensor", "layout"), list(REFUSED), ids=str)
+def test_cross_entropy_refuses_layouts_it_cannot_write(tensor: str, layout: str) -> None:
+    logits, target = _make_case((3, 40), torch.float32, "randn", seed=0)
+    bad = place(torch.full_like(logits, float("nan")), layout)
+    with pytest.raises(ValueError, match=REFUSED[tensor, layout]):
+        cross_entropy_loss_and_grad(logits, target, IGNORE_INDEX, grad=bad.tensor)
+    bad.assert_outside_intact(tensor)
 
 
 def test_cross_entropy_is_deterministic() -> None:

@@ -7,8 +7,16 @@ with the row and (for ``dweight`` and ``dbias``) with the number of rows, are he
 times the error of torch's own same-dtype LayerNorm on the same inputs. Errors are recorded
 as junit properties (``max_abs_err`` / ``max_rel_err`` for ``y``; ``dx_*``, ``dw_*`` and
 ``db_*`` for the gradients) so roofwatch can chart numerical drift.
+
+fp16 and bf16 outputs are also held to correct rounding (``assert_correctly_rounded``): each
+is computed in fp32 and rounded once, so a kernel that casts before the weight and bias fails;
+the share of elements beyond half an ulp is recorded as ``beyond_half_ulp`` (prefixed for the
+gradients). Every tensor of a call is tried in a layout of its own (``layout_cases``), and short,
+tiny and constant rows expose each term: weight, bias, eps and the variance's 1 / n.
 """
 
+import inspect
+import math
 from collections.abc import Callable
 
 import pytest
@@ -26,6 +34,9 @@ from kernels.layernorm import (
     layernorm_reference,
 )
 from roofwatch.checks import IGNORE_RECORD_PROPERTY_WARNING, randn, record_errors
+from roofwatch.exposure import assert_exposes
+from roofwatch.layouts import LayoutCase, layout_cases, place
+from roofwatch.rounding import assert_correctly_rounded, record_rounding
 from roofwatch.tolerances import (
     ErrorStats,
     assert_close,
@@ -77,6 +88,17 @@ SEEDS = [0, 1]
 # Algorithms", ch. 3): on the offset inputs they are 1e3 times the result.
 K = 3.0
 FP32_ULPS = 4.0
+
+
+def _fp32_depth(rows: int, cols: int) -> int:
+    """fp32 roundings an fp16/bf16 output may carry before its one store, in ulps of its terms.
+
+    A row's sums are lane-wise partial sums (one term per streamed block) reduced by a tree:
+    ``cols / LOOPED_BLOCK + log2(cols)`` roundings deep, for the mean and again for the
+    variance. rsqrt, the products and (for dx) the two means of the backward add a few more,
+    each approximate on a GPU; dweight and dbias add one per row.
+    """
+    return 16 + 2 * (math.ceil(math.log2(cols + 1)) + cols // LOOPED_BLOCK) + rows
 
 
 InputMaker = Callable[[tuple[int, int], torch.dtype, torch.Generator], torch.Tensor]
@@ -217,6 +239,21 @@ def _check(
         grad_errors = _within_torch(name, ours, theirs, want, terms[name])
         record_errors(record_property, grad_errors, prefix=f"{name}_")
 
+    if x.dtype != torch.float32:
+        # y and dx are stored by the kernels; dweight's and dbias's fp32 partials are summed and
+        # rounded by torch on the host, which always rounds to nearest.
+        depth = _fp32_depth(x.numel() // max(x.shape[-1], 1), x.shape[-1])
+        record_rounding(record_property, assert_correctly_rounded(out, expected.detach(), terms=terms["y"],
+                                                                  fp32_ulps=depth))
+        for name, ours, want, rounding in (
+            ("dx", dx, x64.grad, None), ("dw", dweight, w64.grad, "nearest"), ("db", dbias, b64.grad, "nearest"),
+        ):
+            try:
+                stats = assert_correctly_rounded(ours, want, terms=terms[name], fp32_ulps=depth, rounding=rounding)
+            except AssertionError as exc:
+                raise AssertionError(f"{name}: {exc}") from None
+            record_rounding(record_property, stats, prefix=f"{name}_")
+
 
 @pytest.mark.parametrize("seed", SEEDS, ids=lambda s: f"seed{s}")
 @pytest.mark.parametrize("dist", list(DISTRIBUTIONS))
@@ -264,6 +301,110 @@ def test_layernorm_strided_rows_stay_in_bounds(
 
     for buffer in (out_buffer, dx_buffer):
         assert buffer[:, :4].isnan().all() and buffer[:, 4 + cols :].isnan().all()
+
+
+# Layouts as a test dimension (roofwatch.layouts): each tensor of the forward and backward in a
+# layout of its own, so a kernel addressing one with another's row stride fails. Inputs take any
+# layout (a non-unit column stride is copied first, weight and bias always are); out and dx
+# need unit-stride rows, and other layouts are refused. One fused and one streamed row length,
+# with enough rows that every backward program reads several.
+LAYOUTS = {
+    "x": ["contiguous", "padded", "transposed", "strided"],
+    "weight": ["contiguous", "padded", "strided"],
+    "bias": ["contiguous", "padded", "strided"],
+    "grad_out": ["contiguous", "padded", "transposed", "strided"],
+    "out": ["contiguous", "padded"],
+    "dx": ["contiguous", "padded"],
+}
+REFUSED = {(name, layout): f"{name} must be contiguous along its last dimension"
+           for name in ("out", "dx") for layout in ("transposed", "strided")}
+
+
+@pytest.mark.parametrize("cols", [300, LONG_SHAPE[1]])
+@pytest.mark.parametrize("case", layout_cases(LAYOUTS), ids=str)
+def test_layernorm_layouts(case: LayoutCase, cols: int, record_property: Callable[[str, object], None]) -> None:
+    rows = ROWS_SHARING_A_PROGRAM if cols <= MAX_FUSED_COLS else 3
+    values = dict(zip(("x", "weight", "bias", "grad_out"), _make_inputs((rows, cols), torch.float16, "randn", 0)))
+    placed = {name: case.input(name, value) for name, value in values.items()}
+    placed |= {name: case.output(name, values["x"]) for name in ("out", "dx")}
+
+    _check(*(placed[name].tensor for name in values), record_property,
+           out=placed["out"].tensor, dx=placed["dx"].tensor)
+
+    for name, tensor in placed.items():
+        tensor.assert_outside_intact(name)
+
+
+@pytest.mark.parametrize(("tensor", "layout"), list(REFUSED), ids=str)
+def test_layernorm_refuses_layouts_it_cannot_write(tensor: str, layout: str) -> None:
+    x, weight, bias, grad_out = _make_inputs((3, 40), torch.float32, "randn", 0)
+    bad = place(torch.full_like(x, float("nan")), layout)
+    with pytest.raises(ValueError, match=REFUSED[tensor, layout]):
+        if tensor == "out":
+            layernorm_forward(x, weight, bias, EPS, out=bad.tensor)
+        else:
+            _, mean, rstd = layernorm_forward(x, weight, bias, EPS)
+            layernorm_backward(grad_out, x, weight, mean, rstd, dx=bad.tensor)
+    bad.assert_outside_intact(tensor)
+
+
+# Sizes that expose every term (roofwatch.exposure): what a kernel with one term wrong would
+# compute, each exposed by a case whose inputs make that term matter in every dtype. Long
+# rows hide a variance over n - 1 (torch.var's default: a 1e-3 change at n = 1000, under the
+# fp16 bound); rows whose variance is far above eps hide eps.
+def _variant(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float, *, n_offset: int = 0,
+             eps_outside: bool = False, bias_inside: bool = False) -> torch.Tensor:
+    x64, w64, b64 = x.double(), weight.double(), bias.double()
+    centered = x64 - x64.mean(dim=-1, keepdim=True)
+    variance = centered.pow(2).sum(dim=-1, keepdim=True) / (x.shape[-1] + n_offset)
+    scale = 1 / (variance.sqrt() + eps) if eps_outside else torch.rsqrt(variance + eps)
+    return (centered * scale + b64) * w64 if bias_inside else centered * scale * w64 + b64
+
+
+ALTERNATIVES: dict[str, tuple[str, Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]]] = {
+    # name: (the parameter whose term it gets wrong, what it computes)
+    "variance over n - 1": ("x", lambda x, w, b: _variant(x, w, b, EPS, n_offset=-1)),
+    "variance over n + 1 (a padding lane counted)": ("x", lambda x, w, b: _variant(x, w, b, EPS, n_offset=1)),
+    "weight ignored": ("weight", lambda x, w, b: _variant(x, torch.ones_like(w), b, EPS)),
+    "bias ignored": ("bias", lambda x, w, b: _variant(x, w, torch.zeros_like(b), EPS)),
+    "bias added before the weight": ("bias", lambda x, w, b: _variant(x, w, b, EPS, bias_inside=True)),
+    "eps dropped": ("eps", lambda x, w, b: _variant(x, w, b, 0.0)),
+    "eps outside the root": ("eps", lambda x, w, b: _variant(x, w, b, EPS, eps_outside=True)),
+}
+
+EXPOSING_CASES: dict[str, tuple[tuple[int, int], InputMaker, list[str]]] = {
+    "short-rows": ((5, 7), randn, ["variance over n - 1", "variance over n + 1 (a padding lane counted)",
+                                   "weight ignored", "bias ignored", "bias added before the weight"]),
+    # A variance near 1e-6, under eps (1e-5).
+    "tiny-rows": ((5, 7), _tiny, ["eps outside the root", "bias ignored"]),
+    # The norm of a constant row is exactly the bias; without eps it is 0 / 0.
+    "constant-rows": ((6, 7), _constant, ["eps dropped", "bias ignored"]),
+}
+
+
+def test_every_parameter_has_a_term_exposed() -> None:
+    parameters = set(inspect.signature(layernorm_forward).parameters) - {"out"}
+    exposed = {ALTERNATIVES[name][0] for _, _, names in EXPOSING_CASES.values() for name in names}
+    assert exposed == parameters
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_name)
+@pytest.mark.parametrize("case", list(EXPOSING_CASES))
+def test_layernorm_exposes_every_term(case: str, dtype: torch.dtype, record_property: Callable[[str, object], None]
+                                      ) -> None:
+    shape, make, names = EXPOSING_CASES[case]
+    gen = torch.Generator().manual_seed(0)
+    x = make(shape, dtype, gen).to(DEVICE)
+    weight, bias = (torch.randn(shape[1], generator=gen).to(dtype=dtype, device=DEVICE) for _ in range(2))
+
+    y, _, _ = layernorm_forward(x, weight, bias, EPS)
+
+    expected = _variant(x, weight, bias, EPS)
+    assert_exposes(expected, {name: ALTERNATIVES[name][1](x, weight, bias) for name in names}, tolerance_for(dtype))
+    record_errors(record_property, assert_close(y, expected, tolerance_for(dtype)))
+    if case == "constant-rows":
+        constant = torch.arange(shape[0], device=DEVICE) % 2 == 0
+        assert torch.equal(y[constant], bias.expand_as(y)[constant]), "a constant row must normalize to the bias"
 
 
 @pytest.mark.parametrize("shape", [(2, 3, 100), (3, LONG_SHAPE[1])], ids=lambda s: "x".join(map(str, s)))

@@ -5,8 +5,15 @@ loose or flaky; instead each case may be at most ``K_TORCH`` times as far from t
 reference as ``torch.matmul`` in the same dtype on the same inputs (``assert_within_torch_error``).
 Outputs are poisoned with NaN before the call, inputs must come back unchanged, and the
 measured error is recorded as junit properties ``max_abs_err`` / ``max_rel_err``.
+
+fp16 and bf16 outputs are also held to correct rounding (``assert_correctly_rounded``): the
+fp32 accumulator is rounded once, so the output is the exact product rounded once, give or
+take fp32's accumulation error (``2 K`` fp32 ulps of ``|a| @ |b|``); the share of elements
+beyond half an ulp is recorded as ``beyond_half_ulp``. a, b and the output are tried in
+layouts of their own (``layout_cases``); the kernel takes any strides for each.
 """
 
+import inspect
 import os
 from collections.abc import Callable
 
@@ -15,7 +22,10 @@ import torch
 
 from kernels.matmul import FP8_DTYPE, fp8_unsupported_reason, matmul, matmul_reference
 from roofwatch.checks import IGNORE_RECORD_PROPERTY_WARNING, record_errors, shape_id
-from roofwatch.tolerances import ErrorStats, assert_within_torch_error, dtype_name
+from roofwatch.exposure import assert_exposes
+from roofwatch.layouts import LayoutCase, layout_cases
+from roofwatch.rounding import RoundingStats, assert_correctly_rounded, record_rounding
+from roofwatch.tolerances import ErrorStats, Tolerance, assert_within_torch_error, dtype_name
 
 # pytest's default junit family (xunit2) warns on record_property yet still writes the
 # properties, which roofwatch reads; the warning says nothing useful on every case.
@@ -104,6 +114,19 @@ def _check(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> ErrorStats:
     )
 
 
+def _check_rounding(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> RoundingStats:
+    # Products of fp16/bf16 values are exact in fp32; each of the K additions rounds, by up to
+    # one fp32 ulp of the running sum where tensor cores truncate: 2 K ulps of |a| @ |b| (the
+    # usual bound, Higham ch. 3), plus a few for the tile sums. The interpreter differs from a
+    # GPU in two ways, and the check holds on both: it multiplies bf16 operands as raw bit
+    # patterns, so the kernel upcasts them to fp32 there (the same exact products), and numpy
+    # takes fp16 tile products with fp32 accumulators, as the tensor cores do; its bf16 store
+    # truncates, which kernel_store_rounding makes the bound.
+    terms = a.double().abs() @ b.double().abs()
+    return assert_correctly_rounded(out, matmul_reference(a, b, torch.float64), terms=terms,
+                                    fp32_ulps=2 * a.shape[1] + 8)
+
+
 @pytest.mark.parametrize("seed", SEEDS, ids=lambda s: f"seed{s}")
 @pytest.mark.parametrize("dist", list(DISTRIBUTIONS))
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_name)
@@ -125,6 +148,7 @@ def test_matmul(
     assert torch.equal(a, a_before) and torch.equal(b, b_before), "matmul modified its inputs"
     errors = _check(out, a, b)
     record_errors(record_property, errors)
+    record_rounding(record_property, _check_rounding(out, a, b))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_name)
@@ -149,6 +173,54 @@ def test_matmul_strided_operands_and_output(record_property: Callable[[str, obje
     errors = _check(out, a, b)
     assert buffer[:, :4].isnan().all() and buffer[:, 4 + 40 :].isnan().all()
     record_errors(record_property, errors)
+
+
+# Layouts as a test dimension (roofwatch.layouts): a, b and out each in a layout of its own, so
+# a kernel addressing one operand with the other's row stride fails. The kernel takes any
+# strides for all three, so no layout is refused. 33 x 40 x 17 crosses a tile edge in M, N, K.
+LAYOUTS = {name: ["contiguous", "padded", "transposed", "strided"] for name in ("a", "b", "out")}
+
+
+@pytest.mark.parametrize("case", layout_cases(LAYOUTS), ids=str)
+def test_matmul_layouts(case: LayoutCase, record_property: Callable[[str, object], None]) -> None:
+    a, b = _make_inputs((33, 40, 17), torch.float16, "randn", 0)
+    out = torch.empty((33, 40), dtype=a.dtype, device=DEVICE)
+    placed = {"a": case.input("a", a), "b": case.input("b", b), "out": case.output("out", out)}
+
+    matmul(placed["a"].tensor, placed["b"].tensor, out=placed["out"].tensor)
+
+    for name, tensor in placed.items():
+        tensor.assert_outside_intact(name)
+    record_errors(record_property, _check(placed["out"].tensor, a, b))
+    record_rounding(record_property, _check_rounding(placed["out"].tensor, a, b))
+
+
+# Sizes that expose every term (roofwatch.exposure): a K-loop that drops the last term of a
+# partial tile (an off-by-one mask), and b read as its transpose (its two strides swapped), told
+# apart at 17 x 17 x 17 in both dtypes. The fp8 scales are exposed by test_matmul_fp8, on
+# devices that run fp8.
+ALTERNATIVES: dict[str, tuple[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]] = {
+    "a's last column dropped": ("a", lambda a, b: a.double()[:, :-1] @ b.double()[:-1]),
+    "b transposed": ("b", lambda a, b: a.double() @ b.double().t()),
+}
+FP8_ALTERNATIVES = {"scale_a ignored": "scale_a", "scale_b ignored": "scale_b"}
+
+
+def test_every_parameter_has_a_term_exposed() -> None:
+    parameters = set(inspect.signature(matmul).parameters) - {"out"}
+    exposed = {param for param, _ in ALTERNATIVES.values()} | set(FP8_ALTERNATIVES.values())
+    assert exposed == parameters
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_name)
+def test_matmul_exposes_every_term(dtype: torch.dtype, record_property: Callable[[str, object], None]) -> None:
+    a, b = _make_inputs((17, 17, 17), dtype, "randn", 0)
+    out = matmul(a, b)
+    expected = matmul_reference(a, b, torch.float64)
+    bound = Tolerance(atol=K_TORCH * float((torch.matmul(a, b).double() - expected).abs().max())
+                      + _torch_floor(expected, dtype), rtol=0.0)
+    assert_exposes(expected, {name: compute(a, b) for name, (_, compute) in ALTERNATIVES.items()}, bound)
+    record_errors(record_property, _check(out, a, b))
 
 
 @pytest.mark.parametrize("shape", [(0, 5, 3), (4, 0, 3), (4, 5, 0)], ids=shape_id)
@@ -189,6 +261,12 @@ def test_matmul_fp8(shape: tuple[int, int, int], record_property: Callable[[str,
     baseline = torch._scaled_mm(a, b, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.bfloat16)
     errors = assert_within_torch_error(out, baseline, expected, k=K_TORCH)
     record_errors(record_property, errors)
+    one = torch.ones_like(scale_a)
+    bound = Tolerance(atol=K_TORCH * float((baseline.double() - expected).abs().max()) + 1e-5, rtol=0.0)
+    assert_exposes(expected, {
+        "scale_a ignored": matmul_reference(a, b, torch.float64, scale_a=one, scale_b=scale_b),
+        "scale_b ignored": matmul_reference(a, b, torch.float64, scale_a=scale_a, scale_b=one),
+    }, bound)
 
 
 def test_matmul_rejects_bad_arguments() -> None:

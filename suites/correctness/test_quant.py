@@ -5,8 +5,16 @@ in torch, and against the bound ``|q * scale - x| <= scale / 2`` in fp64. The ma
 grows with K, so it may be at most ``k`` times torch's own same-dtype error. Outputs are
 poisoned first (NaN, or -128 for int8, a value the symmetric grid never produces) and inputs
 checked untouched; the measured errors are recorded as junit properties.
+
+fp16/bf16 outputs of the dequantization and the matmul are also held to correct rounding
+(``assert_correctly_rounded``): the per-channel scale is applied to the fp32 accumulator and
+the result rounded once, so a kernel that rounds before the scale, or rounds the scale to the
+activation dtype, fails; the share beyond half an ulp is recorded as ``beyond_half_ulp``.
+Every tensor is tried in a layout of its own (``layout_cases``), and small cases expose each
+term of the matmul and the dequantization.
 """
 
+import inspect
 import os
 from collections.abc import Callable
 
@@ -23,7 +31,10 @@ from kernels.quant import (
     w8a16_reference,
 )
 from roofwatch.checks import IGNORE_RECORD_PROPERTY_WARNING, record_errors
-from roofwatch.tolerances import assert_close, assert_within_torch_error, dtype_name, tolerance_for
+from roofwatch.exposure import assert_exposes
+from roofwatch.layouts import LayoutCase, layout_cases, place
+from roofwatch.rounding import RoundingStats, assert_correctly_rounded, record_rounding
+from roofwatch.tolerances import Tolerance, assert_close, assert_within_torch_error, dtype_name, tolerance_for
 
 # See test_softmax.py: roofwatch reads record_property from xunit2 reports despite the warning.
 pytestmark = IGNORE_RECORD_PROPERTY_WARNING
@@ -136,8 +147,12 @@ def test_dequantize_int8_rowwise(
     dequantize_int8_rowwise(q, scale, dtype, out=out)
 
     assert torch.equal(q, q_before) and torch.equal(scale, scale_before), "dequantize modified its inputs"
-    errors = assert_close(out, dequantize_int8_rowwise_reference(q, scale), tolerance_for(dtype))
+    expected = dequantize_int8_rowwise_reference(q, scale)
+    errors = assert_close(out, expected, tolerance_for(dtype))
     record_errors(record_property, errors)
+    if dtype != torch.float32:
+        # One fp32 product, then the store.
+        record_rounding(record_property, assert_correctly_rounded(out, expected, fp32_ulps=1))
 
 
 # (M, N, K): a single token (decode) and a batch; no dimension is a multiple of a block.
@@ -159,6 +174,18 @@ def _matmul_inputs(
         a[:, :: max(k // 4, 1)] *= 30.0
     w_q, scale = quantize_int8_rowwise_reference(w)
     return a.to(dtype=dtype, device=DEVICE), w_q.to(DEVICE), scale.to(DEVICE)
+
+
+def _check_matmul_rounding(out: torch.Tensor, a: torch.Tensor, w_q: torch.Tensor, scale: torch.Tensor
+                           ) -> RoundingStats:
+    # Exact products of widened int8 and fp16/bf16 values, K fp32 additions (up to one ulp each
+    # where tensor cores truncate), one multiply by the scale: 2 K + 8 fp32 ulps of the terms.
+    # Under the interpreter bf16 tiles are multiplied in fp32 (it would multiply raw bf16 bit
+    # patterns) and fp16 ones by numpy with fp32 accumulators: the same products and sums; its
+    # bf16 store truncates, which kernel_store_rounding makes the bound.
+    w = dequantize_int8_rowwise_reference(w_q, scale)
+    terms = a.double().abs() @ w.abs().T
+    return assert_correctly_rounded(out, w8a16_reference(a, w_q, scale), terms=terms, fp32_ulps=2 * a.shape[1] + 8)
 
 
 def _truncation_slack(dtype: torch.dtype, reference: torch.Tensor) -> float:
@@ -192,6 +219,7 @@ def test_w8a16_matmul(
     errors = assert_within_torch_error(out, torch_result, reference, atol=_truncation_slack(dtype, reference))
     record_errors(record_property, errors)
     record_property("torch_max_abs_err", float((torch_result.to(torch.float64) - reference).abs().max()))
+    record_rounding(record_property, _check_matmul_rounding(out, a, w_q, scale))
 
 
 def test_w8a16_matmul_strided_activations() -> None:
@@ -202,6 +230,139 @@ def test_w8a16_matmul_strided_activations() -> None:
     reference = w8a16_reference(a, w_q, scale)
     torch_result = a @ dequantize_int8_rowwise_reference(w_q, scale, torch.float16).T
     assert_within_torch_error(w8a16_matmul(a, w_q, scale), torch_result, reference)
+
+
+# Layouts as a test dimension (roofwatch.layouts): every tensor of each call in a layout of its
+# own, so a kernel addressing one with another's stride fails. Inputs take any layout (a
+# non-unit column stride is copied first, scales are made contiguous); quantize's q and scale
+# and dequantize's output need unit-stride rows, and other layouts are refused; the matmul's
+# output takes any strides.
+QUANTIZE_LAYOUTS = {"x": ["contiguous", "padded", "transposed", "strided"], "q": ["contiguous", "padded"],
+                    "scale": ["contiguous", "padded"]}
+DEQUANTIZE_LAYOUTS = {"q": ["contiguous", "padded", "transposed", "strided"],
+                      "scale": ["contiguous", "padded", "strided"], "out": ["contiguous", "padded"]}
+MATMUL_LAYOUTS = {name: ["contiguous", "padded", "transposed", "strided"] for name in ("a", "w_q", "out")}
+MATMUL_LAYOUTS["scale"] = ["contiguous", "padded", "strided"]
+REFUSED = {
+    ("quantize", "q", "transposed"): "q must be contiguous along its last dimension",
+    ("quantize", "q", "strided"): "q must be contiguous along its last dimension",
+    ("quantize", "scale", "strided"): "scale must be contiguous",
+    ("dequantize", "out", "transposed"): "out must be contiguous along its last dimension",
+    ("dequantize", "out", "strided"): "out must be contiguous along its last dimension",
+}
+
+
+@pytest.mark.parametrize("cols", [1000, ROW_BLOCK + 100])
+@pytest.mark.parametrize("case", layout_cases(QUANTIZE_LAYOUTS), ids=str)
+def test_quantize_layouts(case: LayoutCase, cols: int) -> None:
+    x = torch.randn((3, cols), generator=torch.Generator().manual_seed(0)).to(dtype=torch.float16, device=DEVICE)
+    placed = {"x": case.input("x", x), "q": case.output("q", x.to(torch.int8), fill=POISON_Q),
+              "scale": case.output("scale", x[:, 0].float())}
+
+    quantize_int8_rowwise(placed["x"].tensor, out=(placed["q"].tensor, placed["scale"].tensor))
+
+    for name, tensor in placed.items():
+        tensor.assert_outside_intact(name)
+    q_ref, scale_ref = quantize_int8_rowwise_reference(x)
+    assert torch.equal(placed["scale"].tensor, scale_ref) and torch.equal(placed["q"].tensor, q_ref)
+
+
+@pytest.mark.parametrize("case", layout_cases(DEQUANTIZE_LAYOUTS), ids=str)
+def test_dequantize_layouts(case: LayoutCase, record_property: Callable[[str, object], None]) -> None:
+    gen = torch.Generator().manual_seed(0)
+    q = torch.randint(-127, 128, (5, 1030), generator=gen, dtype=torch.int8).to(DEVICE)
+    scale = (torch.rand(5, generator=gen) * 0.1).to(DEVICE)
+    placed = {"q": case.input("q", q), "scale": case.input("scale", scale),
+              "out": case.output("out", q.to(torch.float16))}
+
+    dequantize_int8_rowwise(placed["q"].tensor, placed["scale"].tensor, torch.float16, out=placed["out"].tensor)
+
+    for name, tensor in placed.items():
+        tensor.assert_outside_intact(name)
+    expected = dequantize_int8_rowwise_reference(q, scale)
+    record_errors(record_property, assert_close(placed["out"].tensor, expected, tolerance_for(torch.float16)))
+    record_rounding(record_property, assert_correctly_rounded(placed["out"].tensor, expected, fp32_ulps=1))
+
+
+@pytest.mark.parametrize("case", layout_cases(MATMUL_LAYOUTS), ids=str)
+def test_w8a16_matmul_layouts(case: LayoutCase, record_property: Callable[[str, object], None]) -> None:
+    a, w_q, scale = _matmul_inputs((20, 40, 100), torch.float16, "outliers", 0)
+    placed = {"a": case.input("a", a), "w_q": case.input("w_q", w_q), "scale": case.input("scale", scale),
+              "out": case.output("out", torch.empty((20, 40), dtype=torch.float16, device=DEVICE))}
+
+    w8a16_matmul(placed["a"].tensor, placed["w_q"].tensor, placed["scale"].tensor, out=placed["out"].tensor)
+
+    for name, tensor in placed.items():
+        tensor.assert_outside_intact(name)
+    reference = w8a16_reference(a, w_q, scale)
+    torch_result = a @ dequantize_int8_rowwise_reference(w_q, scale, torch.float16).T
+    record_errors(record_property, assert_within_torch_error(placed["out"].tensor, torch_result, reference))
+    record_rounding(record_property, _check_matmul_rounding(placed["out"].tensor, a, w_q, scale))
+
+
+@pytest.mark.parametrize(("op", "tensor", "layout"), list(REFUSED), ids=str)
+def test_quant_refuses_layouts_it_cannot_write(op: str, tensor: str, layout: str) -> None:
+    x = torch.randn((4, 40), device=DEVICE)
+    if op == "quantize":
+        outputs = {"q": torch.empty((4, 40), dtype=torch.int8, device=DEVICE),
+                   "scale": torch.empty(4, device=DEVICE)}
+        fill = {"q": POISON_Q, "scale": float("nan")}[tensor]
+        bad = place(torch.full_like(outputs[tensor], fill), layout, fill=fill)
+        outputs[tensor] = bad.tensor
+        with pytest.raises(ValueError, match=REFUSED[op, tensor, layout]):
+            quantize_int8_rowwise(x, out=(outputs["q"], outputs["scale"]))
+    else:
+        q, scale = quantize_int8_rowwise(x)
+        bad = place(torch.full_like(x, float("nan")), layout)
+        with pytest.raises(ValueError, match=REFUSED[op, tensor, layout]):
+            dequantize_int8_rowwise(q, scale, torch.float32, out=bad.tensor)
+    bad.assert_outside_intact(tensor)
+
+
+# Sizes that expose every term (roofwatch.exposure): what a kernel with one parameter's term
+# wrong would compute, told apart in both activation dtypes by the bound each case holds it to.
+# Quantization is compared bit for bit with torch, which exposes any wrong term of it.
+MATMUL_ALTERNATIVES: dict[str, tuple[str, Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]]] = {
+    "the first row of activations for every row": ("a", lambda a, w, s: w8a16_reference(a[:1].expand_as(a), w, s)),
+    "the weights' last column dropped (K mask off by one)":
+        ("w_q", lambda a, w, s: w8a16_reference(a[:, :-1], w[:, :-1], s)),
+    "int8 weights read as unsigned":
+        ("w_q", lambda a, w, s: a.double() @ ((w.double() % 256) * s.double()[:, None]).T),
+    "the first channel's scale for every channel": ("scale", lambda a, w, s: w8a16_reference(a, w, s[:1].expand_as(s))),
+}
+DEQUANTIZE_ALTERNATIVES: dict[str, tuple[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]] = {
+    "int8 read as unsigned": ("q", lambda q, s: (q.double() % 256) * s.double()[:, None]),
+    "the first row's scale for every row":
+        ("scale", lambda q, s: dequantize_int8_rowwise_reference(q, s[:1].expand_as(s))),
+}
+
+
+def test_every_parameter_has_a_term_exposed() -> None:
+    assert {p for p, _ in MATMUL_ALTERNATIVES.values()} == set(inspect.signature(w8a16_matmul).parameters) - {"out"}
+    # dequantize's dtype is the output's, which every dtype case checks.
+    assert {p for p, _ in DEQUANTIZE_ALTERNATIVES.values()} == \
+        set(inspect.signature(dequantize_int8_rowwise).parameters) - {"out", "dtype"}
+
+
+@pytest.mark.parametrize("dtype", MATMUL_DTYPES, ids=dtype_name)
+def test_quant_exposes_every_term(dtype: torch.dtype, record_property: Callable[[str, object], None]) -> None:
+    a, w_q, scale = _matmul_inputs((5, 7, 9), dtype, "outliers", 0)
+    out = w8a16_matmul(a, w_q, scale)
+    reference = w8a16_reference(a, w_q, scale)
+    torch_result = a @ dequantize_int8_rowwise_reference(w_q, scale, dtype).T
+    torch_error = float((torch_result.double() - reference).abs().max())
+    bound = Tolerance(atol=2 * torch_error + _truncation_slack(dtype, reference), rtol=0.0)
+    assert_exposes(reference, {name: compute(a, w_q, scale) for name, (_, compute) in MATMUL_ALTERNATIVES.items()},
+                   bound)
+    record_errors(record_property, assert_within_torch_error(out, torch_result, reference,
+                                                             atol=_truncation_slack(dtype, reference)))
+
+    q, row_scale = w_q[:4], scale[:4]
+    dequantized = dequantize_int8_rowwise(q, row_scale, dtype)
+    expected = dequantize_int8_rowwise_reference(q, row_scale)
+    assert_exposes(expected, {name: compute(q, row_scale) for name, (_, compute) in DEQUANTIZE_ALTERNATIVES.items()},
+                   tolerance_for(dtype))
+    assert_close(dequantized, expected, tolerance_for(dtype))
 
 
 def test_quant_rejects_bad_arguments() -> None:

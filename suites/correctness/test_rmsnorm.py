@@ -7,8 +7,17 @@ the row and (for ``dweight``) with the number of rows, are held to ``K`` times t
 torch's own same-dtype RMSNorm on the same inputs. Errors are recorded as junit properties
 (``max_abs_err`` / ``max_rel_err`` for ``y``, ``dx_*`` and ``dw_*`` for the gradients) so
 roofwatch can chart numerical drift.
+
+fp16 and bf16 outputs are also held to correct rounding (``assert_correctly_rounded``): each
+is computed in fp32 and rounded once, so a kernel that casts before multiplying by the weight
+(as ``weight * x.to(dtype)`` in many model files does) fails; the share of elements beyond half
+an ulp is recorded as ``beyond_half_ulp`` (``dx_`` and ``dw_`` prefixed for the gradients).
+Every tensor of a call is tried in a layout of its own (``layout_cases``), and short rows,
+tiny and constant rows expose each term: the weight, eps, and the mean's 1 / n.
 """
 
+import inspect
+import math
 from collections.abc import Callable
 
 import pytest
@@ -26,6 +35,9 @@ from kernels.rmsnorm import (
     rmsnorm_reference,
 )
 from roofwatch.checks import IGNORE_RECORD_PROPERTY_WARNING, randn, record_errors
+from roofwatch.exposure import assert_exposes
+from roofwatch.layouts import LayoutCase, layout_cases, place
+from roofwatch.rounding import assert_correctly_rounded, record_rounding
 from roofwatch.tolerances import (
     ErrorStats,
     assert_close,
@@ -76,6 +88,16 @@ SEEDS = [0, 1]
 # bound, Higham, "Accuracy and Stability of Numerical Algorithms", ch. 3).
 K = 3.0
 FP32_ULPS = 4.0
+
+
+def _fp32_depth(rows: int, cols: int) -> int:
+    """fp32 roundings an fp16/bf16 output may carry before its one store, in ulps of its terms.
+
+    A row's sums are lane-wise partial sums (one term per streamed block) reduced by a tree:
+    ``cols / LOOPED_BLOCK + log2(cols)`` roundings deep. rsqrt, the products and (for dx) the
+    second sum add a few more, each approximate on a GPU; dweight adds one per row.
+    """
+    return 16 + math.ceil(math.log2(cols + 1)) + cols // LOOPED_BLOCK + rows
 
 
 InputMaker = Callable[[tuple[int, int], torch.dtype, torch.Generator], torch.Tensor]
@@ -186,6 +208,18 @@ def _check(
         grad_errors = _within_torch(name, ours, theirs, want, terms[name])
         record_errors(record_property, grad_errors, prefix=f"{name}_")
 
+    if x.dtype != torch.float32:
+        # y and dx are stored by the kernels; dweight's fp32 partials are summed and rounded
+        # by torch on the host, which always rounds to nearest.
+        depth = _fp32_depth(x.numel() // max(x.shape[-1], 1), x.shape[-1])
+        record_rounding(record_property, assert_correctly_rounded(out, expected.detach(), fp32_ulps=depth))
+        for name, ours, want, rounding in (("dx", dx, x64.grad, None), ("dw", dweight, w64.grad, "nearest")):
+            try:
+                stats = assert_correctly_rounded(ours, want, terms=terms[name], fp32_ulps=depth, rounding=rounding)
+            except AssertionError as exc:
+                raise AssertionError(f"{name}: {exc}") from None
+            record_rounding(record_property, stats, prefix=f"{name}_")
+
 
 @pytest.mark.parametrize("seed", SEEDS, ids=lambda s: f"seed{s}")
 @pytest.mark.parametrize("dist", list(DISTRIBUTIONS))
@@ -229,6 +263,108 @@ def test_rmsnorm_strided_rows_stay_in_bounds(
 
     for buffer in (out_buffer, dx_buffer):
         assert buffer[:, :4].isnan().all() and buffer[:, 4 + cols :].isnan().all()
+
+
+# Layouts as a test dimension (roofwatch.layouts): each tensor of the forward and backward in a
+# layout of its own, so a kernel addressing one with another's row stride fails. Inputs take any
+# layout (a non-unit column stride is copied first, the weight always is); out and dx need
+# unit-stride rows, and other layouts are refused. One fused and one streamed row length, with
+# enough rows that every backward program reads several.
+LAYOUTS = {
+    "x": ["contiguous", "padded", "transposed", "strided"],
+    "weight": ["contiguous", "padded", "strided"],
+    "grad_out": ["contiguous", "padded", "transposed", "strided"],
+    "out": ["contiguous", "padded"],
+    "dx": ["contiguous", "padded"],
+}
+REFUSED = {(name, layout): f"{name} must be contiguous along its last dimension"
+           for name in ("out", "dx") for layout in ("transposed", "strided")}
+
+
+@pytest.mark.parametrize("cols", [300, LONG_SHAPE[1]])
+@pytest.mark.parametrize("case", layout_cases(LAYOUTS), ids=str)
+def test_rmsnorm_layouts(case: LayoutCase, cols: int, record_property: Callable[[str, object], None]) -> None:
+    rows = ROWS_SHARING_A_PROGRAM if cols <= MAX_FUSED_COLS else 3
+    x, weight, grad_out = _make_inputs((rows, cols), torch.float16, "randn", 0)
+    placed = {"x": case.input("x", x), "weight": case.input("weight", weight),
+              "grad_out": case.input("grad_out", grad_out), "out": case.output("out", x), "dx": case.output("dx", x)}
+
+    _check(placed["x"].tensor, placed["weight"].tensor, placed["grad_out"].tensor, record_property,
+           out=placed["out"].tensor, dx=placed["dx"].tensor)
+
+    for name, tensor in placed.items():
+        tensor.assert_outside_intact(name)
+
+
+@pytest.mark.parametrize(("tensor", "layout"), list(REFUSED), ids=str)
+def test_rmsnorm_refuses_layouts_it_cannot_write(tensor: str, layout: str) -> None:
+    x, weight, grad_out = _make_inputs((3, 40), torch.float32, "randn", 0)
+    bad = place(torch.full_like(x, float("nan")), layout)
+    with pytest.raises(ValueError, match=REFUSED[tensor, layout]):
+        if tensor == "out":
+            rmsnorm_forward(x, weight, EPS, out=bad.tensor)
+        else:
+            rmsnorm_backward(grad_out, x, weight, rmsnorm_forward(x, weight, EPS)[1], dx=bad.tensor)
+    bad.assert_outside_intact(tensor)
+
+
+# Sizes that expose every term (roofwatch.exposure): what a kernel with one term wrong would
+# compute, each exposed by a case whose inputs make that term matter in every dtype. Long
+# rows hide a mean over n - 1 (a 1e-3 change at n = 1000, under the fp16 bound); rows whose
+# mean square is far above eps hide eps.
+def _variant(x: torch.Tensor, weight: torch.Tensor, eps: float, *, n_offset: int = 0, eps_outside: bool = False,
+             weight_offset: float = 0.0) -> torch.Tensor:
+    x64, w64 = x.double(), weight.double() + weight_offset
+    mean_square = x64.pow(2).sum(dim=-1, keepdim=True) / (x.shape[-1] + n_offset)
+    scale = 1 / (mean_square.sqrt() + eps) if eps_outside else torch.rsqrt(mean_square + eps)
+    return x64 * scale * w64
+
+
+ALTERNATIVES: dict[str, tuple[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]] = {
+    # name: (the parameter whose term it gets wrong, what it computes)
+    "mean over n - 1": ("x", lambda x, w: _variant(x, w, EPS, n_offset=-1)),
+    "mean over n + 1 (a padding lane counted)": ("x", lambda x, w: _variant(x, w, EPS, n_offset=1)),
+    "weight ignored": ("weight", lambda x, w: _variant(x, torch.ones_like(w), EPS)),
+    "weight as 1 + w": ("weight", lambda x, w: _variant(x, w, EPS, weight_offset=1.0)),
+    "eps dropped": ("eps", lambda x, w: _variant(x, w, 0.0)),
+    "eps outside the root": ("eps", lambda x, w: _variant(x, w, EPS, eps_outside=True)),
+}
+
+
+def _constant_rows(shape: tuple[int, int], dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
+    # Each row one value, some of them small next to sqrt(eps): y = w * c / sqrt(c**2 + eps),
+    # which only the right eps gives.
+    values = torch.tensor([2.0**-11, -(2.0**-10), 2.0**-9, 0.5, -3.0])
+    return values[torch.arange(shape[0]) % len(values), None].expand(shape).to(dtype)
+
+
+EXPOSING_CASES: dict[str, tuple[tuple[int, int], InputMaker, list[str]]] = {
+    "short-rows": ((5, 7), randn, ["mean over n - 1", "mean over n + 1 (a padding lane counted)", "weight ignored",
+                                   "weight as 1 + w"]),
+    "constant-rows": ((5, 7), _constant_rows, ["eps dropped", "eps outside the root", "weight ignored"]),
+}
+
+
+def test_every_parameter_has_a_term_exposed() -> None:
+    parameters = set(inspect.signature(rmsnorm_forward).parameters) - {"out"}
+    exposed = {ALTERNATIVES[name][0] for _, _, names in EXPOSING_CASES.values() for name in names}
+    assert exposed == parameters
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_name)
+@pytest.mark.parametrize("case", list(EXPOSING_CASES))
+def test_rmsnorm_exposes_every_term(case: str, dtype: torch.dtype, record_property: Callable[[str, object], None]
+                                    ) -> None:
+    shape, make, names = EXPOSING_CASES[case]
+    gen = torch.Generator().manual_seed(0)
+    x = make(shape, dtype, gen).to(DEVICE)
+    weight = torch.randn(shape[1], generator=gen).to(dtype=dtype, device=DEVICE)
+
+    y, _ = rmsnorm_forward(x, weight, EPS)
+
+    expected = _variant(x, weight, EPS)
+    assert_exposes(expected, {name: ALTERNATIVES[name][1](x, weight) for name in names}, tolerance_for(dtype))
+    record_errors(record_property, assert_close(y, expected, tolerance_for(dtype)))
 
 
 @pytest.mark.parametrize("shape", [(2, 3, 100), (3, LONG_SHAPE[1])], ids=lambda s: "x".join(map(str, s)))

@@ -4,8 +4,15 @@ Each case poisons both outputs with NaN before the call, places a canary after q
 outputs that must survive it, checks q, k and the tables are left untouched, and records
 ``max_abs_err`` / ``max_rel_err`` as junit properties. The tables come from positions far
 into a long context, so every angle's sign and quadrant occurs.
+
+fp16 and bf16 outputs are also held to correct rounding (``assert_correctly_rounded``): each
+rotated value is computed in fp32 and rounded once; the share of elements beyond half an ulp
+is recorded as ``beyond_half_ulp``. Every tensor is tried in a layout of its own
+(``layout_cases``): a KV cache laid out unlike q, cos and sin sliced out of wider caches with
+row strides of their own, outputs written into views.
 """
 
+import inspect
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -23,6 +30,9 @@ from roofwatch.checks import (
     randn,
     record_errors,
 )
+from roofwatch.exposure import assert_exposes
+from roofwatch.layouts import LayoutCase, layout_cases, place
+from roofwatch.rounding import RoundingStats, assert_correctly_rounded, record_rounding
 from roofwatch.tolerances import ErrorStats, Tolerance, assert_close, dtype_name, tolerance_for
 
 pytestmark = IGNORE_RECORD_PROPERTY_WARNING
@@ -95,6 +105,23 @@ def _worst(*errors: ErrorStats) -> ErrorStats:
     return ErrorStats(max(e.max_abs for e in errors), max(e.max_rel for e in errors))
 
 
+def _rotation_terms(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Both products of each rotated value on absolute values: what the fp32 sum cancels."""
+    half = x.shape[-1] // 2
+    x64 = x.double().abs()
+    c, s = cos.double().abs()[None, :, None, :], sin.double().abs()[None, :, None, :]
+    x1, x2 = x64[..., :half], x64[..., half:]
+    return torch.cat((x1 * c + x2 * s, x2 * c + x1 * s), dim=-1)
+
+
+def _check_rounding(actual: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> RoundingStats:
+    # Two products and a sum in fp32 (one fused multiply-add on a GPU): a few ulps of the
+    # products. Each product of a tiny input may underflow: two smallest normals at most.
+    expected = rotary_reference(x, cos, sin, torch.float64)
+    return assert_correctly_rounded(actual, expected, terms=_rotation_terms(x, cos, sin), fp32_ulps=4,
+                                    underflow_scale=2.0)
+
+
 def _shape_id(shape: Shape) -> str:
     return f"b{shape.batch}s{shape.seq}q{shape.q_heads}k{shape.k_heads}d{shape.head_dim}"
 
@@ -128,6 +155,10 @@ def test_rotary(
     assert all(torch.equal(t, b) for t, b in zip((q, k, cos, sin), before)), "rotary modified an input"
     errors = _worst(_check(q_out, q, cos, sin), _check(k_out, k, cos, sin))
     record_errors(record_property, errors)
+    if dtype != torch.float32:
+        q_stats, k_stats = _check_rounding(q_out, q, cos, sin), _check_rounding(k_out, k, cos, sin)
+        record_rounding(record_property, RoundingStats(max(q_stats.max_ulps, k_stats.max_ulps),
+                                                       (q_stats.beyond_half_ulp + k_stats.beyond_half_ulp) / 2))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_name)
@@ -193,6 +224,89 @@ def test_rotary_reads_a_heads_major_layout(record_property: Callable[[str, objec
 
     errors = _worst(_check(q_out, q, cos, sin), _check(k_out, k, cos, sin))
     record_errors(record_property, errors)
+
+
+# Layouts as a test dimension (roofwatch.layouts): each of q, k, cos, sin and the outputs in a
+# layout of its own, so a kernel addressing k with q's strides, or sin with cos's row stride,
+# fails. q and k take any layout (a strided head_dim is copied first), the tables any (sliced
+# out of wider caches when padded); outputs need a unit-stride head_dim, and other layouts are
+# refused. Two batches and three positions, so batch and sequence strides both matter.
+LAYOUTS = {
+    "q": ["contiguous", "padded", "permuted", "transposed", "strided"],
+    "k": ["contiguous", "padded", "permuted", "transposed", "strided"],
+    "cos": ["contiguous", "padded", "strided"],
+    "sin": ["contiguous", "padded", "strided"],
+    "q_out": ["contiguous", "padded", "permuted"],
+    "k_out": ["contiguous", "padded", "permuted"],
+}
+REFUSED = {(name, layout): f"{name} must be contiguous along head_dim"
+           for name in ("q_out", "k_out") for layout in ("transposed", "strided")}
+LAYOUT_SHAPE = Shape(2, 3, 4, 2, 64)
+
+
+@pytest.mark.parametrize("case", layout_cases(LAYOUTS), ids=str)
+def test_rotary_layouts(case: LayoutCase, record_property: Callable[[str, object], None]) -> None:
+    b, s, hq, hk, d = LAYOUT_SHAPE
+    gen = torch.Generator().manual_seed(0)
+    q = torch.randn((b, s, hq, d), generator=gen).to(dtype=torch.float16, device=DEVICE)
+    k = torch.randn((b, s, hk, d), generator=gen).to(dtype=torch.float16, device=DEVICE)
+    cos, sin = _tables(s, d, start=1000)
+    placed = {"q": case.input("q", q), "k": case.input("k", k), "cos": case.input("cos", cos),
+              "sin": case.input("sin", sin), "q_out": case.output("q_out", q), "k_out": case.output("k_out", k)}
+
+    rotary(*(placed[name].tensor for name in ("q", "k", "cos", "sin")),
+           q_out=placed["q_out"].tensor, k_out=placed["k_out"].tensor)
+
+    for name, tensor in placed.items():
+        tensor.assert_outside_intact(name)
+    errors = _worst(_check(placed["q_out"].tensor, q, cos, sin), _check(placed["k_out"].tensor, k, cos, sin))
+    record_errors(record_property, errors)
+
+
+@pytest.mark.parametrize(("tensor", "layout"), list(REFUSED), ids=str)
+def test_rotary_refuses_layouts_it_cannot_write(tensor: str, layout: str) -> None:
+    q = torch.randn((1, 3, 2, 64), device=DEVICE)
+    cos, sin = _tables(3, 64, start=0)
+    bad = place(torch.full_like(q, float("nan")), layout)
+    with pytest.raises(ValueError, match=REFUSED[tensor, layout]):
+        rotary(q, q, cos, sin, **{tensor: bad.tensor})
+    bad.assert_outside_intact(tensor)
+
+
+# Sizes that expose every term (roofwatch.exposure): what a kernel with one input's term wrong
+# would compute on q and k together, each told apart from the right rotation in every dtype.
+def _rotate_both(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    return torch.cat([rotary_reference(x, cos, sin, torch.float64).flatten() for x in (q, k)])
+
+
+ALTERNATIVES: dict[str, tuple[str, Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]]] = {
+    "q left unrotated": ("q", lambda q, k, c, s: torch.cat([q.double().flatten(),
+                                                             rotary_reference(k, c, s, torch.float64).flatten()])),
+    "k rotated with q's first head": ("k", lambda q, k, c, s: _rotate_both(q, q[:, :, :1].expand_as(k), c, s)),
+    "cos and sin swapped": ("cos", lambda q, k, c, s: _rotate_both(q, k, s, c)),
+    "rotated the other way (sin negated)": ("sin", lambda q, k, c, s: _rotate_both(q, k, c, -s)),
+}
+
+
+def test_every_parameter_has_a_term_exposed() -> None:
+    parameters = set(inspect.signature(rotary).parameters) - {"q_out", "k_out"}
+    assert {param for param, _ in ALTERNATIVES.values()} == parameters
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_name)
+def test_rotary_exposes_every_term(dtype: torch.dtype) -> None:
+    gen = torch.Generator().manual_seed(0)
+    q = torch.randn((1, 3, 2, 8), generator=gen).to(dtype=dtype, device=DEVICE)
+    k = torch.randn((1, 3, 1, 8), generator=gen).to(dtype=dtype, device=DEVICE)
+    cos, sin = _tables(3, 8, start=5)
+
+    q_out, k_out = rotary(q, k, cos, sin)
+
+    expected = _rotate_both(q, k, cos, sin)
+    tolerance = _tolerance(dtype, torch.cat([q.flatten(), k.flatten()]))
+    assert_exposes(expected, {name: compute(q, k, cos, sin) for name, (_, compute) in ALTERNATIVES.items()},
+                   tolerance)
+    assert_close(torch.cat([q_out.flatten(), k_out.flatten()]), expected, tolerance)
 
 
 def test_rotary_is_deterministic() -> None:

@@ -2,7 +2,10 @@
 
 Each case poisons the output with NaN before the call (so an element the kernel never writes
 fails), checks the input is left untouched, and records the measured error as junit
-properties ``max_abs_err`` / ``max_rel_err`` so roofwatch can chart numerical drift.
+properties ``max_abs_err`` / ``max_rel_err`` so roofwatch can chart numerical drift. fp16 and
+bf16 outputs must also be correctly rounded (``assert_correctly_rounded``: the fp32 result
+rounded once), with the share of elements beyond half an ulp recorded as ``beyond_half_ulp``.
+x and out are tried in layouts of their own (``layout_cases``), and rows must sum to one.
 """
 
 from collections.abc import Callable
@@ -12,6 +15,8 @@ import torch
 
 from kernels.softmax import LOOPED_BLOCK, MAX_FUSED_COLS, softmax, softmax_reference
 from roofwatch.checks import IGNORE_RECORD_PROPERTY_WARNING, randn, record_errors
+from roofwatch.layouts import LayoutCase, layout_cases, place
+from roofwatch.rounding import assert_correctly_rounded, kernel_store_rounding, record_rounding, ulp
 from roofwatch.tolerances import assert_close, dtype_name, tolerance_for
 
 # pytest's default junit family (xunit2) has no per-test <properties> in its schema and warns
@@ -28,6 +33,12 @@ assert any(cols > MAX_FUSED_COLS and cols % LOOPED_BLOCK for _, cols in SHAPES)
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 SEEDS = [0, 1]
+
+# The fp32 error allowed before the fp16/bf16 store, in fp32 ulps of the output: exp(x - max)
+# errs by about |x - max| ulps (its argument's rounding; outputs that survive rounding to fp16
+# have |x - max| < 30), the normalizer's sum by its depth (log2 of a block, plus one per
+# streamed block), the divide by one or two (approximate on a GPU).
+FP32_ULPS = 64
 
 
 InputMaker = Callable[[tuple[int, int], torch.dtype, torch.Generator], torch.Tensor]
@@ -83,8 +94,11 @@ def test_softmax(
 
     assert result.data_ptr() == out.data_ptr(), "softmax must write into the out= tensor"
     assert torch.equal(x, x_before), "softmax modified its input"
-    errors = assert_close(out, softmax_reference(x, torch.float64), tolerance_for(dtype))
+    expected = softmax_reference(x, torch.float64)
+    errors = assert_close(out, expected, tolerance_for(dtype))
     record_errors(record_property, errors)
+    if dtype != torch.float32:
+        record_rounding(record_property, assert_correctly_rounded(out, expected, fp32_ulps=FP32_ULPS))
 
 
 @pytest.mark.parametrize("cols", [1000, 10_000])
@@ -111,6 +125,58 @@ def test_softmax_transposed_input() -> None:
     # A column-major input is copied to row-major before launch rather than misread.
     x = torch.randn((40, 3), generator=torch.Generator().manual_seed(0)).to(DEVICE).t()
     assert_close(softmax(x), softmax_reference(x, torch.float64), tolerance_for(x.dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_name)
+@pytest.mark.parametrize("shape", [(3, 1000), (2, MAX_FUSED_COLS + 100)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_softmax_rows_sum_to_one(shape: tuple[int, int], dtype: torch.dtype) -> None:
+    # A property that needs no reference: each row's sum is one, up to the rounding of each
+    # element (half an ulp, a whole one where the store truncates) and fp32's own error.
+    x = _make_input(shape, dtype, "randn", 0)
+    out = softmax(x).double()
+    if dtype == torch.float32:
+        per_element = FP32_ULPS * torch.finfo(torch.float32).eps * out
+    else:
+        share = 0.5 if kernel_store_rounding(dtype) == "nearest" else 1.0
+        per_element = share * ulp(out, dtype) + FP32_ULPS * torch.finfo(torch.float32).eps * out
+    error = (out.sum(dim=-1) - 1).abs()
+    bound = per_element.sum(dim=-1)
+    assert (error <= bound).all(), f"row sums are off by up to {float(error.max()):.3g} (bound {float(bound.max()):.3g})"
+
+
+# Layouts as a test dimension (roofwatch.layouts): x and out each in a layout of its own, at a
+# fused and a streamed row length, so a kernel reading x with out's row stride (or writing out
+# with x's) fails. x may take any layout (a non-unit column stride is copied first); out must
+# have unit-stride rows and any other layout is refused.
+LAYOUTS = {"x": ["contiguous", "padded", "transposed", "strided"], "out": ["contiguous", "padded"]}
+REFUSED = {("out", "transposed"): "out must be contiguous along its last dimension",
+           ("out", "strided"): "out must be contiguous along its last dimension"}
+
+
+@pytest.mark.parametrize("shape", [(7, 300), (3, MAX_FUSED_COLS + 100)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("case", layout_cases(LAYOUTS), ids=str)
+def test_softmax_layouts(case: LayoutCase, shape: tuple[int, int], record_property: Callable[[str, object], None]
+                         ) -> None:
+    values = _make_input(shape, torch.float16, "randn", 0)
+    x = case.input("x", values)
+    out = case.output("out", values)
+
+    softmax(x.tensor, out=out.tensor)
+
+    out.assert_outside_intact("out")
+    x.assert_outside_intact("x")
+    expected = softmax_reference(values, torch.float64)
+    record_errors(record_property, assert_close(out.tensor, expected, tolerance_for(torch.float16)))
+    record_rounding(record_property, assert_correctly_rounded(out.tensor, expected, fp32_ulps=FP32_ULPS))
+
+
+@pytest.mark.parametrize(("tensor", "layout"), list(REFUSED), ids=lambda v: str(v))
+def test_softmax_refuses_layouts_it_cannot_write(tensor: str, layout: str) -> None:
+    x = torch.randn((4, 40), device=DEVICE)
+    out = place(torch.full_like(x, float("nan")), layout)
+    with pytest.raises(ValueError, match=REFUSED[tensor, layout]):
+        softmax(x, out=out.tensor)
+    out.assert_outside_intact(tensor)
 
 
 @pytest.mark.parametrize("shape", [(0, 5), (4, 0)], ids=lambda s: f"{s[0]}x{s[1]}")
