@@ -1,7 +1,7 @@
 """testoutcome.beyond_half_ulp: the share of an output's elements beyond half an ulp, tracked for drift
 
-Revision ID: 0012
-Revises: 0011
+Revision ID: 0014
+Revises: 0013
 Create Date: 2026-11-27 10:00:00
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0012'
-down_revision = '0011'
+revision = '0014'
+down_revision = '0013'
 branch_labels = None
 depends_on = None
 
