@@ -28,7 +28,7 @@ from bench.changepoints.score import DEFAULT_TOLERANCE, Score, aggregate, found
 
 TUNING_SEEDS = range(0, 10)  # what roofwatch's parameters were chosen on: never reported
 REPORT_SEEDS = (100, 101, 102)
-PER_CELL = 20  # histories per kind × noise level: 300 per seed
+PER_CELL = 10  # histories per kind × noise level: 150 per seed (docs/analysis.md uses 20)
 
 
 @dataclass(frozen=True)
