@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_analysis_changepoints import KINDS, Noise
 
 from roofwatch.service.analysis.watch import Watch
-from test_analysis_changepoints import KINDS, Noise
 
 SERIES = 12
 HISTORY = 150

@@ -55,8 +55,8 @@ class Watch:
         self.w = np.zeros((count, TAIL))
         self.noise = _Noise(*(np.zeros(count) for _ in range(4)))
         self.changes: list[list[ChangePoint]] = []
-        for i, values in enumerate(histories):
-            values = np.asarray(values, dtype=float)
+        for i, history in enumerate(histories):
+            values = np.asarray(history, dtype=float)
             found = list(changes[i]) if changes is not None else detect(values, min_size=min_size)
             self.changes.append(found)
             self.length[i] = len(values)
