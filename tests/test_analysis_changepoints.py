@@ -1,8 +1,9 @@
-"""Change points: steps found and placed, noise of every realistic kind left alone."""
+"""Change points: steps found and placed under every kind of timing noise; noise, drift and modes left alone."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -10,75 +11,154 @@ import pytest
 
 from bench.changepoints.generator import FAMILIES, generate_cell
 from bench.changepoints.score import aggregate
-from roofwatch.service.analysis.changepoints import despike, detect, robust_sigma
+from roofwatch.service.analysis.changepoints import detect
+
+N = 200
+STEP_AT = 100
+SEEDS = range(3)
+
+Noise = Callable[[np.random.Generator], np.ndarray]  # multiplicative noise of N commits
 
 
-def _steps(levels: list[tuple[int, float]], noise: float, seed: int = 0) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    values = np.concatenate([np.full(n, level) for n, level in levels])
-    return values * np.exp(rng.normal(0.0, noise, len(values)))
+def gaussian(sd: float) -> Noise:
+    return lambda rng: np.exp(rng.normal(0.0, sd, N))
 
 
-def test_a_step_is_found_where_it_is_with_its_size() -> None:
-    (cp,) = detect(_steps([(60, 1.0), (60, 1.1)], 0.01))
-    assert cp.index == 60
-    assert 8 < cp.change_pct < 12 and cp.ci_low < cp.change_pct < cp.ci_high and cp.p_value < 1e-6
-    assert cp.before == pytest.approx(1.0, rel=0.02) and cp.after == pytest.approx(1.1, rel=0.02)
+def heavy_tail(scale: float) -> Noise:
+    return lambda rng: np.exp(scale * rng.standard_t(3, N))
+
+
+def spikes(sd: float) -> Noise:
+    """A busy neighbour: episodes of 1-3 commits 20-50 % slower, at ~3 % of commits."""
+    def draw(rng: np.random.Generator) -> np.ndarray:
+        factor = np.exp(rng.normal(0.0, sd, N))
+        for start in np.flatnonzero(rng.random(N) < 0.03):
+            factor[start:start + int(rng.integers(1, 4))] *= 1 + rng.uniform(0.2, 0.5)
+        return factor
+    return draw
+
+
+def autotuner(gap: float, share: float, sd: float = 0.003) -> Noise:
+    return lambda rng: np.where(rng.random(N) < share, 1 + gap, 1.0) * np.exp(rng.normal(0.0, sd, N))
+
+
+def gpu_modes(share: float | tuple[float, float], sd: float = 0.005) -> Noise:
+    """An H200-like kernel: a fast mode, or anywhere in a slow band 30-55 % above it (``share``: before, after)."""
+    before, after = share if isinstance(share, tuple) else (share, share)
+    def draw(rng: np.random.Generator) -> np.ndarray:
+        p = np.where(np.arange(N) < STEP_AT, before, after)
+        slow = rng.random(N) < p
+        return np.where(slow, 1.3 + rng.uniform(0.0, 0.25, N), 1.0) * np.exp(rng.normal(0.0, sd, N))
+    return draw
+
+
+def with_drift(shape: Callable[[np.ndarray], np.ndarray], sd: float = 0.003) -> Noise:
+    t = np.arange(N, dtype=float)
+    return lambda rng: (1 + shape(t)) * np.exp(rng.normal(0.0, sd, N))
+
+
+LINEAR = with_drift(lambda t: 0.04 * t / N)
+SINUSOID = with_drift(lambda t: 0.01 * np.sin(2 * np.pi * t / 80))
+SLOW_SINUSOID = with_drift(lambda t: 0.015 * np.sin(2 * np.pi * t / 150 + 1.0))
+WARM_UP = with_drift(lambda t: -0.04 * (1 - np.exp(-t / 30)))
+
+KINDS: dict[str, Noise] = {
+    "gaussian 0.3 %": gaussian(0.003),
+    "gaussian 1 %": gaussian(0.01),
+    "heavy tail 1 %": heavy_tail(0.01),
+    "spikes 1 %": spikes(0.01),
+    "autotuner 5 % apart": autotuner(0.05, 0.35),
+    "GPU modes": gpu_modes(0.35),
+    "linear drift 4 %": LINEAR,
+    "sinusoidal drift 1 %": SINUSOID,
+    "slow sinusoid 1.5 %": SLOW_SINUSOID,
+    "warm-up 4 %": WARM_UP,
+}
+
+
+def _series(noise: Noise, seed: int, step: float = 0.0) -> np.ndarray:
+    level = np.where(np.arange(N) < STEP_AT, 1.0, 1.0 + step)
+    return 1e-4 * level * noise(np.random.default_rng(seed))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_noise_alone_is_no_change(kind: str, seed: int) -> None:
+    assert detect(_series(KINDS[kind], seed)) == []
+
+
+@pytest.mark.parametrize(("kind", "step"), [
+    ("gaussian 0.3 %", 0.01),  # 3 × the noise: no fixed 1 % floor in the way
+    ("gaussian 1 %", -0.02),
+    ("heavy tail 1 %", 0.03),
+    ("spikes 1 %", 0.03),
+    ("autotuner 5 % apart", 0.02),  # smaller than the gap between the modes
+    ("GPU modes", 0.05),  # the slow band is 25 % wide: the fast mode carries the step
+    ("GPU modes", -0.10),
+    ("linear drift 4 %", 0.02),
+    ("sinusoidal drift 1 %", -0.03),
+    ("slow sinusoid 1.5 %", 0.02),
+    ("warm-up 4 %", 0.02),
+])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_step_is_found_in_its_noise_with_its_size(kind: str, step: float, seed: int) -> None:
+    found = detect(_series(KINDS[kind], seed, step))
+    assert [cp.shift for cp in found] == ["location"], found
+    (cp,) = found
+    assert abs(cp.index - STEP_AT) <= 2
+    assert cp.ci_low < cp.change_pct < cp.ci_high and cp.p_value < 1e-5
+    assert cp.change_pct == pytest.approx(100 * step, abs=max(0.35 * 100 * abs(step), 0.5))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_move_of_the_modes_mix_is_a_mix_change(seed: int) -> None:
+    (cp,) = detect(_series(gpu_modes((0.1, 0.7)), seed))
+    assert cp.shift == "mix" and abs(cp.index - STEP_AT) <= 3 and cp.change_pct > 10
+    assert cp.modes is not None and cp.modes[1] / cp.modes[0] == pytest.approx(1.42, abs=0.06)
+    assert cp.slow_share is not None and cp.slow_share[0] < 0.25 and cp.slow_share[1] > 0.5
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_location_step_in_a_bimodal_series_names_both_modes(seed: int) -> None:
+    (cp,) = detect(_series(gpu_modes(0.35), seed, 0.10))
+    assert cp.shift == "location" and cp.modes is not None and cp.slow_share is not None
+    assert cp.before == pytest.approx(1e-4, rel=0.01) and cp.modes[0] == cp.before
+    assert abs(cp.slow_share[0] - cp.slow_share[1]) < 0.25
+
+
+def test_two_steps_that_cancel_are_both_found() -> None:
+    """+10 % then −10 % 26 commits later in 3 % noise: over the whole series they are no step at all."""
+    rng = np.random.default_rng(5)
+    level = np.ones(N)
+    level[80:106] = 1.10
+    found = detect(level * np.exp(rng.normal(0.0, 0.03, N)))
+    assert [cp.index for cp in found] == [80, 106]
+    assert found[0].change_pct > 0 > found[1].change_pct
 
 
 def test_speedups_are_negative_and_several_steps_are_all_found() -> None:
-    found = detect(_steps([(40, 1.0), (40, 0.8), (40, 1.2)], 0.01))
+    rng = np.random.default_rng(0)
+    values = np.repeat([1.0, 0.8, 1.2], 40) * np.exp(rng.normal(0.0, 0.01, 120))
+    found = detect(values)
     assert [cp.index for cp in found] == [40, 80]
     assert found[0].change_pct < 0 < found[1].change_pct
 
 
-def test_pure_noise_drift_and_outliers_are_not_changes() -> None:
-    rng = np.random.default_rng(3)
-    noise = np.exp(rng.standard_t(3, 300) * 0.01)
-    drift = np.linspace(1.0, 1.04, 300)
-    spikes = np.ones(300)
-    spikes[[50, 51, 52, 200]] = 1.4
-    assert detect(noise * drift * spikes) == []
-
-
-def _two_modes(n: int, gap: float, p_upper: float, seed: int) -> np.ndarray:
-    """An autotuner landing on one of two configurations ``gap`` apart, with 0.3 % jitter."""
-    rng = np.random.default_rng(seed)
-    return np.where(rng.random(n) < p_upper, 1.0 + gap, 1.0) * np.exp(rng.normal(0.0, 0.003, n))
-
-
-@pytest.mark.parametrize("seed", range(5))
-def test_two_autotuner_modes_alone_are_not_changes(seed: int) -> None:
-    # Near p = 0.5 the median of a window flips between the modes; that flip is not a step.
-    assert detect(_two_modes(200, 0.05, 0.45, seed)) == []
-
-
-@pytest.mark.parametrize("seed", range(5))
-def test_a_step_smaller_than_the_mode_gap_is_found(seed: int) -> None:
-    values = _two_modes(200, 0.05, 0.35, seed)
-    values[100:] *= 1.025
-    (cp,) = detect(values)
-    assert abs(cp.index - 100) <= 3 and 1.5 < cp.change_pct < 3.5
+def test_min_effect_is_a_floor_the_caller_sets() -> None:
+    values = _series(gaussian(0.003), 0, 0.01)
+    assert len(detect(values)) == 1 and detect(values, min_effect=0.02) == []
 
 
 def test_missing_values_keep_input_row_numbers() -> None:
-    values = list(_steps([(40, 1.0), (40, 1.5)], 0.01))
+    values = list(_series(gaussian(0.01), 0, 0.5))
     values[10] = float("nan")
     values[20] = 0.0
     (cp,) = detect(values)
-    assert cp.index == 40
+    assert cp.index == STEP_AT
 
 
-def test_short_or_empty_series_have_no_change_points() -> None:
-    assert detect([]) == [] and detect([1.0, 2.0, 3.0]) == []
-
-
-def test_despike_removes_short_episodes_and_keeps_steps() -> None:
-    x = np.log(_steps([(30, 1.0), (30, 1.2)], 0.002))
-    x[10:13] += 0.3
-    cleaned = despike(x, robust_sigma(x))
-    assert np.all(np.abs(cleaned[10:13] - np.log(1.0)) < 0.02)
-    assert np.all(cleaned[35:] > np.log(1.15))
+def test_short_constant_or_empty_series_have_no_change_points() -> None:
+    assert detect([]) == [] and detect([1.0, 2.0, 3.0]) == [] and detect([1.0] * 50) == []
 
 
 def test_generator_families_meet_the_goal_on_a_small_sample() -> None:

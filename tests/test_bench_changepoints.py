@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.changepoints import generator, peers, real
-from bench.changepoints.score import aggregate, match
+from bench.changepoints import acceptance, generator, histories, peers, real, run
+from bench.changepoints.score import aggregate, found, match
 
 # --- score ------------------------------------------------------------------------------------------
 
@@ -25,6 +25,10 @@ from bench.changepoints.score import aggregate, match
 ])
 def test_match(detected: list[int], truth: list[int], expected: tuple[int, int, int]) -> None:
     assert match(detected, truth, tolerance=3) == expected
+
+
+def test_found_says_which_true_changes_were_paired() -> None:
+    assert found([49, 50, 90], [50, 70, 88]) == [True, False, True]
 
 
 def test_aggregate_is_micro_and_counts_false_alarms_on_clean_series() -> None:
@@ -57,6 +61,44 @@ def test_generator_is_seeded_and_draws_change_free_series() -> None:
 def test_generator_rejects_unknown_family() -> None:
     with pytest.raises(ValueError, match="unknown family"):
         generator.generate("sinusoid", 0.01, np.random.default_rng(0))
+
+
+# --- acceptance histories ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", histories.KINDS)
+def test_histories_respect_the_spec(kind: str) -> None:
+    for h in histories.cell(kind, 0.03, 100, seed=7):
+        assert len(h.values) == histories.COMMITS and np.all(h.values > 0)
+        indexes = h.indexes
+        assert len(indexes) <= 3 and indexes == sorted(indexes)
+        assert all(10 <= i <= histories.COMMITS - 10 for i in indexes)
+        assert all(b - a >= 10 for a, b in zip(indexes, indexes[1:]))
+        for change in h.changes:
+            if change.shift == "mix":
+                assert h.detail == "gpu" and np.isnan(change.size)  # an autotuner's modes are too close to matter
+            else:
+                assert abs(change.size) in histories.STEP_SIZES
+
+
+def test_histories_are_seeded_with_a_clean_quarter_and_every_drift_shape() -> None:
+    a = histories.cell("drift", 0.01, 200, seed=3)
+    b = histories.cell("drift", 0.01, 200, seed=3)
+    assert all(np.array_equal(x.values, y.values) and x.changes == y.changes for x, y in zip(a, b))
+    assert 0.18 < sum(not h.changes for h in a) / len(a) < 0.32
+    assert {h.detail for h in a} == {"linear", "sinusoid", "warm-up"}
+
+
+def test_acceptance_tables_score_recall_per_size_and_drift_alarms() -> None:
+    series = acceptance.generate([7], per_cell=2)
+    results = {(name, key): run.Outcome(list(h.indexes) if name == "perfect" else [5], 0.0)
+               for key, h in series.items() for name in ("perfect", "roofwatch")}
+    keys = list(series)
+    perfect = acceptance.tally(keys, series, results, "perfect", 3)
+    assert all(perfect.recall(label) == 1.0 for label in perfect.total)
+    alarms, hit, clean = acceptance.drift_alarms(keys, series, results, "roofwatch")
+    assert alarms == hit == clean > 0
+    goals = acceptance.goals(series, results, 3)
+    assert [row[-1] for row in goals.rows].count("NO") == len(acceptance.GOALS)
 
 
 # --- peers that need no optional library --------------------------------------------------------------

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 DEFAULT_TOLERANCE = 3
 
 
-def match(detected: Sequence[int], truth: Sequence[int], tolerance: int = DEFAULT_TOLERANCE) -> tuple[int, int, int]:
-    """(true positives, false positives, false negatives) for one series."""
+def found(detected: Sequence[int], truth: Sequence[int], tolerance: int = DEFAULT_TOLERANCE) -> list[bool]:
+    """For each true change, whether a detection was paired with it."""
     pairs = sorted(
         (abs(d - t), i, j)
         for i, d in enumerate(detected)
@@ -34,7 +34,12 @@ def match(detected: Sequence[int], truth: Sequence[int], tolerance: int = DEFAUL
         if i not in used_detected and j not in used_truth:
             used_detected.add(i)
             used_truth.add(j)
-    tp = len(used_truth)
+    return [j in used_truth for j in range(len(truth))]
+
+
+def match(detected: Sequence[int], truth: Sequence[int], tolerance: int = DEFAULT_TOLERANCE) -> tuple[int, int, int]:
+    """(true positives, false positives, false negatives) for one series."""
+    tp = sum(found(detected, truth, tolerance))
     return tp, len(detected) - tp, len(truth) - tp
 
 

@@ -1,26 +1,31 @@
-"""Change points in one benchmark series: where did the level move, and by how much?
+"""Change points in one benchmark series: where did the level move, or the mix of its modes, and by how much?
 
-Benchmark histories are not the tidy gaussian steps most detectors assume. Timings have
-heavy tails, a noisy neighbour slows a few runs in a row, an autotuner flips between two
-configurations, and thermals or a slowly filling disk make the level drift. The detector
-is built for that, in two stages:
+Benchmark histories are not the tidy gaussian steps most detectors assume: timings have heavy
+tails, a noisy neighbour slows a few runs in a row, a GPU kernel's per-process median lands in
+a fast or a slow mode, and thermals or a filling disk make the level drift. Every threshold is
+set against what the series shows about its own noise (``noise.read_noise``), never a fixed
+floor: a 1 % step in a 0.3 % series is plain, in a 3 % series it is not there to see. What a
+change must be worth is the team's ``min_effect``, applied by the A/B that confirms a candidate.
 
-1. **Candidates** — binary segmentation with a rank CUSUM: for every split of a segment,
-   the standardised Mann–Whitney statistic of "left vs right". Ranks make it blind to how
-   far an outlier lies and indifferent to a bimodal noise distribution. A segment whose
-   largest statistic passes a Bonferroni bound over its splits is split there, and both
-   halves are searched again.
-2. **Confirmation** — each candidate is tested on the windows either side of it (bounded
-   by its neighbours) with a regression of the winsorised log-values on a step at the
-   candidate and, when the window drifts significantly, a linear trend. The step must be
-   significant *and* larger than ``min_effect``: a drift cut into pieces has no step, and
-   a spike is clipped by winsorising before it can look like one. Candidates are then
-   re-confirmed against their final neighbours until the set is stable, as E-divisive
-   implementations in Otava do after each removal.
+1. **Clean** — log-values; slow-mode points moved onto the fast mode and weighted by
+   1/variance, outliers Hampel-filtered and winsorised (``noise``).
+2. **Candidates** — seeded binary segmentation (Kovács, Li, Bühlmann & Munk 2023): the weighted
+   CUSUM over a deterministic set of intervals at every scale, greedily taking the largest
+   first. Short intervals find a step between two close ones, or a bump of two steps that
+   cancel over a long stretch — which plain binary segmentation misses.
+3. **Level steps** — each candidate is tested on the windows either side of it, bounded by its
+   neighbours (weighted two-sample t, ``ALPHA``); the weakest failing one is dropped and the rest
+   tested again until all hold (backward elimination, as E-divisive implementations in Otava do
+   after each removal). Positions are refined to the best split within ``REACH`` commits.
+4. **Drift** — a smooth drift competes with the steps on BIC (``drift.choose``). When it wins,
+   the steps kept are those that hold with the drift in, or that stand out of a local line and
+   curve (``SHARP_ALPHA``): a clean drifting series keeps none, a step on top of drift stays.
+5. **Mix** — in a bimodal series, the share of slow-mode points is segmented too (binary
+   segmentation of a binomial CUSUM, ``MIX_ALPHA`` per stretch); a move of the share where no
+   location step is becomes a change with ``shift == "mix"``.
 
-Values are positive numbers (times, or throughputs): the detector works on their logarithm
-so a change is relative and its size the same whichever way up the unit is. Non-finite and
-non-positive entries are skipped; indexes always refer to the input rows.
+Values are positive numbers (times, or throughputs); non-finite and non-positive entries are
+skipped and indexes always refer to the input rows.
 """
 
 from __future__ import annotations
@@ -32,96 +37,35 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-DEFAULT_ALPHA = 1e-4  # per confirmed change (chosen on the bench generator, seed 0; see docs/analysis.md)
-DEFAULT_SEGMENT_ALPHA = 0.01  # per segment searched for a candidate
-DEFAULT_MIN_EFFECT = 0.01  # relative change below which a step is not worth a change
+from roofwatch.service.analysis import drift
+from roofwatch.service.analysis.noise import Noise, clean, read_noise, robust_sigma
+
+__all__ = ["ChangePoint", "detect", "robust_sigma"]
+
+DEFAULT_ALPHA = 1e-5  # per level step, in its local windows (chosen on bench/changepoints histories, seeds 0-2)
+DEFAULT_MIN_EFFECT = 0.0  # relative; the team's floor is applied by the A/B that confirms a candidate
 DEFAULT_MIN_SIZE = 5  # points needed on each side of a change
-DEFAULT_WINDOW = 30  # points either side used to confirm and size a change
-WINSOR_K = 4.0  # clip residuals beyond this many robust standard deviations
-HAMPEL_HALF_WIDTH = 3  # a running median over 7 points ignores slow episodes of up to 3 commits
-TREND_Z = 3.0  # a trend enters the confirmation model only when this significant
-MODE_SEPARATION = 6.0  # two autotuner modes: gap over within-mode spread
-MODE_SHARE = 0.1  # the smaller mode holds at least this share of the window
+DEFAULT_WINDOW = 80  # points either side used to test and size a level step
+CANDIDATE_Z = 3.0  # CUSUM |z| for an interval to propose a candidate
+SHARP_WINDOW = 25  # points either side for the step-over-a-curve test
+SHARP_ALPHA = 1e-6  # per step, with drift in the model
+REACH = 3  # commits a candidate may move when its position is refined
+MIX_ALPHA = 1e-3  # per stretch of the slow-mode share
+MIX_APART = 3  # a mix change this close to a location step is that step
 
 
 @dataclass(frozen=True)
 class ChangePoint:
     index: int  # input row of the first value after the change
-    before: float  # level (median) just before, in the input's unit
+    before: float  # level just before (the fast mode's, in a bimodal series), in the input's unit
     after: float  # level just after
-    change_pct: float  # (after / before - 1) × 100
+    change_pct: float  # (after / before - 1) × 100; for a mix change, of the geometric mean
     p_value: float
     ci_low: float  # 95 % interval of change_pct
     ci_high: float
-
-
-def robust_sigma(x: np.ndarray) -> float:
-    """Noise scale that steps, drift and outliers barely move: MAD of first differences / √2."""
-    if len(x) < 3:
-        return 0.0
-    d = np.diff(x)
-    return float(1.4826 * np.median(np.abs(d - np.median(d))) / math.sqrt(2))
-
-
-def mode_aware_sigma(x: np.ndarray, sigma: float, half_width: int = HAMPEL_HALF_WIDTH) -> float:
-    """Scale for winsorising that two autotuner modes do not shrink: the 90th percentile of residuals."""
-    if len(x) < 2 * half_width + 1:
-        return sigma
-    return max(sigma, float(np.quantile(np.abs(x - _running_median(x, half_width)), 0.9)) / 1.645)
-
-
-def _running_median(x: np.ndarray, half_width: int) -> np.ndarray:
-    """Median of each point's ``2 * half_width + 1`` neighbourhood, the ends padded with their own value."""
-    padded = np.pad(x, half_width, mode="edge")
-    return np.median(np.lib.stride_tricks.sliding_window_view(padded, 2 * half_width + 1), axis=1)
-
-
-def despike(x: np.ndarray, sigma: float, half_width: int = HAMPEL_HALF_WIDTH, k: float = WINSOR_K) -> np.ndarray:
-    """Hampel filter: a point further than ``k`` σ from its running median is replaced by that median.
-
-    A running median keeps steps sharp but forgets episodes shorter than its half width, so a
-    noisy neighbour slowing three commits cannot pull a split towards itself.
-    """
-    if sigma <= 0 or len(x) < 2 * half_width + 1:
-        return x
-    median = _running_median(x, half_width)
-    residual = x - median
-    # The spread around the running median, not between neighbours: with two autotuner modes
-    # both are "normal", and only points beyond the pair are treated as episodes.
-    spread = max(sigma, 1.4826 * float(np.median(np.abs(residual))))
-    return np.where(np.abs(residual) > k * spread, median, x)
-
-
-def _rank_cusum(seg: np.ndarray, min_size: int) -> tuple[int, float]:
-    """Best split of ``seg`` (offset of the first right-hand point) and its |z|."""
-    n = len(seg)
-    # Ordinal ranks: float timings practically never tie, and argsort is ~10x faster than rankdata.
-    ranks = np.empty(n)
-    ranks[np.argsort(seg, kind="stable")] = np.arange(1, n + 1)
-    k = np.arange(min_size, n - min_size + 1)
-    u = np.cumsum(ranks)[k - 1] - k * (k + 1) / 2.0
-    mean = k * (n - k) / 2.0
-    sd = np.sqrt(k * (n - k) * (n + 1) / 12.0)
-    z = np.abs((u - mean) / sd)
-    best = int(np.argmax(z))
-    return int(k[best]), float(z[best])
-
-
-def _candidates(x: np.ndarray, min_size: int, segment_alpha: float) -> list[int]:
-    found: list[int] = []
-    stack = [(0, len(x))]
-    while stack:
-        start, end = stack.pop()
-        n = end - start
-        if n < 2 * min_size:
-            continue
-        split, z = _rank_cusum(x[start:end], min_size)
-        splits = n - 2 * min_size + 1
-        if z < -special.ndtri(segment_alpha / (2 * splits)):
-            continue
-        found.append(start + split)
-        stack += [(start, start + split), (start + split, end)]
-    return sorted(found)
+    shift: str = "location"  # "location": the level (every mode) moved; "mix": the share of the slow mode did
+    modes: tuple[float, float] | None = None  # bimodal series: fast and slow mode levels just before
+    slow_share: tuple[float, float] | None = None  # bimodal series: share of slow-mode points before, after
 
 
 @dataclass(frozen=True)
@@ -131,185 +75,216 @@ class _Step:
     p_value: float
 
 
-def _step_test(x: np.ndarray, k: int, lo: int, hi: int, sigma: float) -> _Step | None:
-    """Step at ``k`` within ``x[lo:hi]``, adjusted for a linear trend when one is present."""
-    left, right = x[lo:k], x[k:hi]
-    if len(left) < 2 or len(right) < 2:
-        return None
-    y = np.concatenate([left, right])
-    centre = np.concatenate([np.full(len(left), np.median(left)), np.full(len(right), np.median(right))])
-    if sigma > 0:
-        # Winsorise around each side's median so one wild point cannot make or hide a step.
-        y = centre + np.clip(y - centre, -WINSOR_K * sigma, WINSOR_K * sigma)
-    t = np.arange(lo, hi, dtype=float) - (k - 0.5)
-    step = (np.arange(lo, hi) >= k).astype(float)
-    ones = np.ones_like(t)
-    upper = _upper_mode(y, step)
-    extra = [upper] if upper is not None else []
-    plain = _ols(np.column_stack([ones, step, *extra]), y)
-    trended = _ols(np.column_stack([ones, step, t, *extra]), y)
-    chosen = plain
-    if trended is not None and abs(trended[2][2]) > TREND_Z:
-        chosen = trended
-    if chosen is None:
-        return None
-    coef, se, tstat, dof = chosen
-    if not math.isfinite(tstat[1]):
-        return None
-    return _Step(float(coef[1]), float(se[1]), float(2 * special.stdtr(dof, -abs(tstat[1]))))
+class _Sums:
+    """Weighted prefix sums, so any window's mean and spread cost O(1)."""
+
+    def __init__(self, y: np.ndarray, w: np.ndarray) -> None:
+        self.w = np.concatenate([[0.0], np.cumsum(w)])
+        self.wy = np.concatenate([[0.0], np.cumsum(w * y)])
+        self.wyy = np.concatenate([[0.0], np.cumsum(w * y * y)])
+
+    def step(self, k: np.ndarray | int, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """Weighted two-sample step at ``k`` (scalar or array) within ``[lo, hi)``: (log step, se, dof)."""
+        wl, wr = self.w[k] - self.w[lo], self.w[hi] - self.w[k]
+        sl, sr = self.wy[k] - self.wy[lo], self.wy[hi] - self.wy[k]
+        wl_, wr_ = np.maximum(wl, 1e-300), np.maximum(wr, 1e-300)
+        rss = (self.wyy[hi] - self.wyy[lo]) - sl * sl / wl_ - sr * sr / wr_
+        dof = hi - lo - 2
+        se = np.sqrt(np.maximum(rss, 1e-300) / max(dof, 1) * (1 / wl_ + 1 / wr_))
+        return sr / wr_ - sl / wl_, se, dof
 
 
-def _upper_mode(y: np.ndarray, step: np.ndarray, rounds: int = 3) -> np.ndarray | None:
-    """Which points sit on the upper of two well-separated modes around a step, or None.
+def _t_p(t: float, dof: int) -> float:
+    return float(2 * special.stdtr(max(dof, 1), -abs(t)))
 
-    An autotuner flipping between two configurations adds a bimodal term that hides a step
-    smaller than the gap. When the residuals around the step split cleanly in two (the gap
-    many times the spread within each mode), the mode becomes a covariate of the step test.
-    """
-    upper = None
-    for _ in range(rounds):
-        design = np.column_stack([np.ones_like(y), step] + ([upper] if upper is not None else []))
-        coef, *_ = np.linalg.lstsq(design, y, rcond=None)
-        level = design[:, :2] @ coef[:2]
-        r = y - level
-        cut = _two_means_cut(r)
-        if cut is None:
-            return None
-        found = (r > cut).astype(float)
-        if upper is not None and np.array_equal(found, upper):
-            break
-        upper = found
-    if upper is None or not MODE_SHARE <= upper.mean() <= 1 - MODE_SHARE:
+
+def _window(cps: Sequence[int], n: int, i: int, width: int) -> tuple[int, int]:
+    k = cps[i]
+    return max(cps[i - 1] if i else 0, k - width), min(cps[i + 1] if i + 1 < len(cps) else n, k + width)
+
+
+def _level_test(sums: _Sums, k: int, lo: int, hi: int) -> _Step | None:
+    if k - lo < 2 or hi - k < 2:
         return None
-    low, high = r[upper == 0], r[upper == 1]
-    within = math.sqrt((np.sum((low - low.mean()) ** 2) + np.sum((high - high.mean()) ** 2)) / max(len(r) - 2, 1))
-    if within <= 0 or (high.mean() - low.mean()) < MODE_SEPARATION * within:
+    d, se, dof = sums.step(k, lo, hi)
+    return _Step(float(d), float(se), _t_p(float(d / se), dof))
+
+
+def _sharp_test(y: np.ndarray, w: np.ndarray, k: int, lo: int, hi: int) -> _Step | None:
+    """Step at ``k`` over a local line and curve: what a smooth drift cannot make."""
+    if k - lo < 3 or hi - k < 3:
         return None
-    return upper
-
-
-def _two_means_cut(r: np.ndarray) -> float | None:
-    """Threshold of the best split of ``r`` into two groups (1-D 2-means, exact by sorting)."""
-    v = np.sort(r)
-    n = len(v)
-    if n < 4:
-        return None
-    sums = np.cumsum(v)
-    i = np.arange(1, n)
-    left_mean, right_mean = sums[:-1] / i, (sums[-1] - sums[:-1]) / (n - i)
-    between = i * (n - i) * (right_mean - left_mean) ** 2 / n
-    best = int(np.argmax(between))
-    return float((v[best] + v[best + 1]) / 2)
-
-
-def _ols(design: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
-    n, p = design.shape
-    dof = n - p
-    if dof < 1:
-        return None
-    gram = design.T @ design
+    t = (np.arange(lo, hi) - (k - 0.5)) / (hi - lo)
+    design = np.column_stack([np.ones(hi - lo), (np.arange(lo, hi) >= k).astype(float), t, t * t])
+    root = np.sqrt(w[lo:hi])
+    a, b = design * root[:, None], y[lo:hi] * root
+    dof = hi - lo - design.shape[1]
     try:
-        inverse = np.linalg.inv(gram)
+        inverse = np.linalg.inv(a.T @ a)
     except np.linalg.LinAlgError:
         return None
-    coef = inverse @ (design.T @ y)
-    resid = y - design @ coef
-    s2 = float(resid @ resid) / dof
-    se = np.sqrt(np.maximum(np.diag(inverse) * s2, 1e-300))
-    return coef, se, coef / se, dof
+    coef = inverse @ (a.T @ b)
+    resid = b - a @ coef
+    se = math.sqrt(max(float(inverse[1, 1]) * float(resid @ resid) / max(dof, 1), 1e-300))
+    return _Step(float(coef[1]), se, _t_p(float(coef[1]) / se, dof))
 
 
-def _confirm(x: np.ndarray, cps: list[int], sigma: float, alpha: float, min_effect: float,
-             window: int) -> list[tuple[int, _Step]]:
-    """Keep the candidates that hold against their current neighbours; repeat until stable."""
+def _candidates(sums: _Sums, sigma: float, n: int, min_size: int) -> list[int]:
+    """Seeded binary segmentation: every interval's best CUSUM split, the strongest first."""
+    found: list[tuple[float, int, int, int]] = []  # (-|z|, start, end, split)
+    length = float(n)
+    while length >= 2 * min_size:
+        size = int(round(length))
+        starts = np.unique(np.round(np.linspace(0, n - size, max(1, math.ceil(2 * n / size) - 1))).astype(int))
+        splits = np.arange(min_size, size - min_size + 1)
+        k = starts[:, None] + splits[None, :]
+        s, e = starts[:, None], starts[:, None] + size
+        wl, wr = sums.w[k] - sums.w[s], sums.w[e] - sums.w[k]
+        ok = (wl > 0) & (wr > 0)
+        wl, wr = np.where(ok, wl, 1.0), np.where(ok, wr, 1.0)
+        diff = (sums.wy[e] - sums.wy[k]) / wr - (sums.wy[k] - sums.wy[s]) / wl
+        z = np.where(ok, np.abs(diff) / (sigma * np.sqrt(1 / wl + 1 / wr)), 0.0)
+        best = np.argmax(z, axis=1)
+        top = z[np.arange(len(starts)), best]
+        for i in np.flatnonzero(top > CANDIDATE_Z):
+            found.append((-float(top[i]), int(starts[i]), int(starts[i]) + size, int(k[i, best[i]])))
+        length /= math.sqrt(2)
+    chosen: list[int] = []
+    for _z, start, end, split in sorted(found):
+        if not any(start < c < end for c in chosen):
+            chosen.append(split)
+    return sorted(chosen)
+
+
+def _eliminate_local(y: np.ndarray, w: np.ndarray, sums: _Sums, cps: Sequence[int], alpha: float, width: int,
+                     sharp: bool = False) -> list[tuple[int, _Step]]:
+    """Drop the weakest failing step until every one holds against its current neighbours."""
     cps = sorted(set(cps))
+    n = len(y)
     while True:
-        kept: list[tuple[int, _Step]] = []
-        dropped = False
+        tests = []
         for i, k in enumerate(cps):
-            lo = max(cps[i - 1] if i else 0, k - window)
-            hi = min(cps[i + 1] if i + 1 < len(cps) else len(x), k + window)
-            step = _step_test(x, k, lo, hi, sigma)
-            if step is None or step.p_value >= alpha or abs(math.expm1(step.log_step)) < min_effect:
-                dropped = True
-                continue
-            kept.append((k, step))
-        if not dropped:
-            return kept
-        # Re-test the survivors: removing a neighbour widens their windows.
-        cps = [k for k, _ in kept]
+            lo, hi = _window(cps, n, i, width)
+            tests.append(_sharp_test(y, w, k, lo, hi) if sharp else _level_test(sums, k, lo, hi))
+        p = [1.0 if t is None else t.p_value for t in tests]
+        if not cps or max(p) < alpha:
+            return [(k, t) for k, t in zip(cps, tests) if t is not None]
+        worst = int(np.argmax(p))
+        cps = cps[:worst] + cps[worst + 1:]
 
 
-def _refine(x: np.ndarray, k: int, lo: int, hi: int, min_size: int, sigma: float, reach: int = 3) -> int:
-    """Move ``k`` to the nearby split whose step stands out most: segmentation can be a point or two off.
-
-    Two autotuner modes make a plain two-sample t wander, so where the window has them the
-    split is chosen by the confirmation's own mode-aware step test instead.
-    """
-    window = x[lo:hi]
-    if _upper_mode(window, (np.arange(lo, hi) >= k).astype(float)) is None:
-        return _refine_by_t(x, k, lo, hi, min_size, reach)
-    best, best_t = k, -1.0
-    for j in range(max(lo + min_size, k - reach), min(hi - min_size, k + reach) + 1):
-        step = _step_test(x, j, lo, hi, sigma)
-        if step is not None and step.se > 0 and abs(step.log_step) / step.se > best_t:
-            best, best_t = j, abs(step.log_step) / step.se
-    return best
+def _refine(sums: _Sums, cps: Sequence[int], n: int, width: int, reach: int = REACH, margin: int = 3) -> list[int]:
+    """Move each step to the split with the largest |t| within ``reach``: segmentation can be a point or two off."""
+    out = list(cps)
+    for i, k in enumerate(out):
+        lo, hi = _window(out, n, i, width)
+        near = np.arange(max(lo + margin, k - reach), min(hi - margin, k + reach) + 1)
+        if len(near) == 0:
+            continue
+        d, se, _dof = sums.step(near, lo, hi)
+        out[i] = int(near[int(np.argmax(np.abs(d) / se))])
+    return sorted(set(out))
 
 
-def _refine_by_t(x: np.ndarray, k: int, lo: int, hi: int, min_size: int, reach: int = 3) -> int:
-    """Move ``k`` to the nearby split with the largest two-sample t: segmentation can be a point or two off."""
-    first, last = max(lo + min_size, k - reach), min(hi - min_size, k + reach)
-    if first >= last:
-        return k
-    seg = x[lo:hi]
-    n = len(seg)
-    sums, squares = np.cumsum(seg), np.cumsum(seg * seg)
-    splits = np.arange(first, last + 1) - lo
-    left_n, right_n = splits.astype(float), n - splits.astype(float)
-    left_sum, right_sum = sums[splits - 1], sums[-1] - sums[splits - 1]
-    left_sq, right_sq = squares[splits - 1], squares[-1] - squares[splits - 1]
-    diff = right_sum / right_n - left_sum / left_n
-    within = (left_sq - left_sum**2 / left_n) + (right_sq - right_sum**2 / right_n)
-    pooled = np.maximum(within / np.maximum(n - 2, 1), 1e-300)
-    t = np.abs(diff) / np.sqrt(pooled * (1 / left_n + 1 / right_n))
-    return int(splits[int(np.argmax(t))] + lo)
+def _mix_changes(slow: np.ndarray, min_size: int) -> list[tuple[int, float]]:
+    """Where the share of slow-mode points moved: binary segmentation of a binomial CUSUM, Bonferroni per stretch."""
+    m = slow.astype(float)
+    found: list[tuple[int, float]] = []
+    stack = [(0, len(m))]
+    while stack:
+        start, end = stack.pop()
+        n = end - start
+        share = float(m[start:end].mean()) if n else 0.0
+        if n < 2 * min_size or share <= 0.0 or share >= 1.0:
+            continue
+        k = np.arange(min_size, n - min_size + 1)
+        left = np.cumsum(m[start:end])[k - 1]
+        z = np.abs(left / k - (m[start:end].sum() - left) / (n - k)) / np.sqrt(share * (1 - share) * (1 / k + 1 / (n - k)))
+        best = int(np.argmax(z))
+        p = float(2 * special.ndtr(-z[best])) * len(k)
+        if p >= MIX_ALPHA:
+            continue
+        split = start + int(k[best])
+        found.append((split, min(p, 1.0)))
+        stack += [(start, split), (split, end)]
+    return sorted(found)
 
 
 def detect(values: Sequence[float] | np.ndarray, *, alpha: float = DEFAULT_ALPHA,
-           segment_alpha: float = DEFAULT_SEGMENT_ALPHA, min_effect: float = DEFAULT_MIN_EFFECT,
-           min_size: int = DEFAULT_MIN_SIZE, window: int = DEFAULT_WINDOW) -> list[ChangePoint]:
+           min_effect: float = DEFAULT_MIN_EFFECT, min_size: int = DEFAULT_MIN_SIZE,
+           window: int = DEFAULT_WINDOW) -> list[ChangePoint]:
     """Change points of one series, oldest value first."""
     raw = np.asarray(values, dtype=float)
     rows = np.flatnonzero(np.isfinite(raw) & (raw > 0))
     if len(rows) < 2 * min_size:
         return []
     x = np.log(raw[rows])
-    sigma = robust_sigma(x)
-    # Search on the despiked series; confirm on the measured one (winsorised there instead).
-    wsigma = mode_aware_sigma(x, sigma)
-    candidates = _candidates(despike(x, wsigma), min_size, segment_alpha)
-    confirmed = _confirm(x, candidates, wsigma, alpha, min_effect, window)
-    positions = [k for k, _ in confirmed]
-    refined: list[int] = []
-    for i, k in enumerate(positions):
-        lo = max(positions[i - 1] if i else 0, k - window)
-        hi = min(positions[i + 1] if i + 1 < len(positions) else len(x), k + window)
-        refined.append(_refine(x, k, lo, hi, min_size, wsigma))
-    confirmed = _confirm(x, refined, wsigma, alpha, min_effect, window)
-    return [_describe(raw, rows, x, confirmed, i, window) for i in range(len(confirmed))]
+    noise = read_noise(x, min_size)
+    y, w, steps = _level_steps(x, noise, alpha, min_size, window)
+    if noise.bimodal and steps:
+        # read the modes again within the steps just found, and look again with them
+        noise = read_noise(x, min_size, [k for k, _ in steps])
+        y, w, steps = _level_steps(x, noise, alpha, min_size, window)
+    positions = [k for k, _ in steps]
+    found = [_location(raw, rows, y, w, noise, positions, i, step, window) for i, (_, step) in enumerate(steps)]
+    if noise.bimodal:
+        mixes = [(k, p) for k, p in _mix_changes(noise.slow, min_size) if all(abs(k - c) > MIX_APART for c in positions)]
+        found += [_mix(rows, y, noise, sorted([*positions, *(k for k, _ in mixes)]), k, p, window) for k, p in mixes]
+    return sorted((cp for cp in found if abs(cp.change_pct) >= 100 * min_effect), key=lambda cp: cp.index)
 
 
-def _describe(raw: np.ndarray, rows: np.ndarray, x: np.ndarray, confirmed: list[tuple[int, _Step]],
-              i: int, window: int) -> ChangePoint:
-    k, step = confirmed[i]
-    lo = max(confirmed[i - 1][0] if i else 0, k - window)
-    hi = min(confirmed[i + 1][0] if i + 1 < len(confirmed) else len(x), k + window)
-    before = float(np.exp(np.median(x[lo:k])))
-    after = float(np.exp(np.median(x[k:hi])))
+def _level_steps(x: np.ndarray, noise: Noise, alpha: float, min_size: int, window: int
+                 ) -> tuple[np.ndarray, np.ndarray, list[tuple[int, _Step]]]:
+    """Cleaned values, their weights, and the level steps found in them (with drift modelled when it wins)."""
+    n = len(x)
+    y, w = clean(x, noise)
+    sums = _Sums(y, w)
+    candidates = _candidates(sums, noise.sigma, n, min_size)
+    level = [k for k, _ in _eliminate_local(y, w, sums, candidates, alpha, window)]
+    regression = drift.Regression(y, w)
+    choice = drift.choose(regression, candidates, level)
+    if choice.columns is None:
+        return y, w, _eliminate_local(y, w, sums, _refine(sums, level, n, window), alpha, window)
+    sharp = [k for k, _ in _eliminate_local(y, w, sums, level, SHARP_ALPHA, SHARP_WINDOW, sharp=True)]
+    kept = regression.eliminate(sorted(set(choice.fit.steps) | set(sharp)), choice.columns, SHARP_ALPHA).steps
+    # sized with the drift in: a step on a slope is not the difference of the windows' means
+    fit = regression.eliminate(_refine(sums, kept, n, SHARP_WINDOW), choice.columns, 1.0)
+    return y, w, [(k, _Step(d, se, p)) for k, d, se, p in zip(fit.steps, fit.log_steps, fit.ses, fit.p_values)]
+
+
+def _modes(level: float, noise: Noise, slow: np.ndarray, lo: int, k: int, hi: int
+           ) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
+    if not noise.bimodal:
+        return None, None
+    return (level, level * math.exp(noise.offset)), (float(slow[lo:k].mean()), float(slow[k:hi].mean()))
+
+
+def _location(raw: np.ndarray, rows: np.ndarray, y: np.ndarray, w: np.ndarray, noise: Noise, positions: list[int],
+              i: int, step: _Step, window: int) -> ChangePoint:
+    k = positions[i]
+    lo, hi = _window(positions, len(y), i, window)
+    before = float(np.exp(np.average(y[lo:k], weights=w[lo:k])))
+    after = before * math.exp(step.log_step)
     half = 1.96 * step.se
+    modes, shares = _modes(before, noise, noise.slow, lo, k, hi)
     return ChangePoint(
-        index=int(rows[k]), before=before, after=after,
-        change_pct=math.expm1(step.log_step) * 100.0, p_value=step.p_value,
-        ci_low=math.expm1(step.log_step - half) * 100.0, ci_high=math.expm1(step.log_step + half) * 100.0,
-    )
+        index=int(rows[k]), before=before, after=after, change_pct=math.expm1(step.log_step) * 100.0,
+        p_value=step.p_value, ci_low=math.expm1(step.log_step - half) * 100.0,
+        ci_high=math.expm1(step.log_step + half) * 100.0, modes=modes, slow_share=shares)
+
+
+def _mix(rows: np.ndarray, y: np.ndarray, noise: Noise, changes: list[int], k: int, p_value: float,
+         window: int) -> ChangePoint:
+    """A move of the slow mode's share, sized as the move of the geometric mean it makes."""
+    i = changes.index(k)
+    lo, hi = _window(changes, len(y), i, window)
+    before_share, after_share = float(noise.slow[lo:k].mean()), float(noise.slow[k:hi].mean())
+    fast = float(np.exp(np.median(y[lo:k])))
+    log_change = (after_share - before_share) * noise.offset
+    se = noise.offset * math.sqrt(before_share * (1 - before_share) / (k - lo) + after_share * (1 - after_share) / (hi - k))
+    before = fast * math.exp(before_share * noise.offset)
+    return ChangePoint(
+        index=int(rows[k]), before=before, after=before * math.exp(log_change),
+        change_pct=math.expm1(log_change) * 100.0, p_value=p_value,
+        ci_low=math.expm1(log_change - 1.96 * se) * 100.0, ci_high=math.expm1(log_change + 1.96 * se) * 100.0,
+        shift="mix", modes=(fast, fast * math.exp(noise.offset)), slow_share=(before_share, after_share))

@@ -73,12 +73,28 @@ class Point:
 
 @dataclass(frozen=True)
 class Step:
-    """The series moved between two consecutive measured commits, from ``before`` to ``after``."""
+    """The series moved between two consecutive measured commits, from ``before`` to ``after``.
+
+    ``shift`` says what moved in a bimodal series (``changepoints.ChangePoint.shift``): the
+    modes' ``location`` or their ``mix``; ``modes`` and ``slow_share`` describe the two modes.
+    """
 
     good: Point
     bad: Point
     before: float
     after: float
+    shift: str = "location"
+    modes: tuple[float, float] | None = None
+    slow_share: tuple[float, float] | None = None
+
+    def details(self) -> dict[str, object]:
+        """What a candidate change records of this step (``Change.details``)."""
+        out: dict[str, object] = {"before": self.before, "after": self.after, "shift": self.shift}
+        if self.modes is not None:
+            out["modes"] = list(self.modes)
+        if self.slow_share is not None:
+            out["slow_share"] = list(self.slow_share)
+        return out
 
     def direction(self, higher_is_better: bool) -> str:
         worse = self.after > self.before if not higher_is_better else self.after < self.before
@@ -101,7 +117,8 @@ def steps(points: Sequence[Point], *, newly_measured: set[int], higher_is_better
     found: dict[tuple[int, int], Step] = {}
     for cp in changepoints.detect([p.median for p in ordered]):
         good, bad = ordered[cp.index - 1], ordered[cp.index]
-        found[(good.position, bad.position)] = Step(good, bad, cp.before, cp.after)
+        found[(good.position, bad.position)] = Step(good, bad, cp.before, cp.after, cp.shift, cp.modes,
+                                                    cp.slow_share)
     for i, point in enumerate(ordered):
         if point.position not in newly_measured:
             continue

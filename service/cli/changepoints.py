@@ -69,5 +69,7 @@ def find(history: History) -> dict[str, list[dict[str, Any]]]:
         out[name] = [{
             "index": cp.index, "commit": history.commits[cp.index], "before": cp.before, "after": cp.after,
             "change_pct": cp.change_pct, "p_value": cp.p_value, "ci_low": cp.ci_low, "ci_high": cp.ci_high,
+            "shift": cp.shift, "modes": list(cp.modes) if cp.modes else None,
+            "slow_share": list(cp.slow_share) if cp.slow_share else None,
         } for cp in changepoints.detect(values)]
     return out

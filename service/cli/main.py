@@ -431,11 +431,11 @@ def changepoints(
     if format_ == "json":
         sys.stdout.write(json.dumps(found, indent=2) + "\n")
         return
-    table = Table("series", "index", "commit", "before", "after", "Δ %", "p")
+    table = Table("series", "index", "commit", "before", "after", "Δ %", "p", "shift")
     for name, points in found.items():
         for cp in points:
             table.add_row(inert(name), str(cp["index"]), inert(str(cp["commit"])[:12]), f"{cp['before']:.4g}",
-                          f"{cp['after']:.4g}", f"{cp['change_pct']:+.2f}", f"{cp['p_value']:.2g}")
+                          f"{cp['after']:.4g}", f"{cp['change_pct']:+.2f}", f"{cp['p_value']:.2g}", cp["shift"])
     console.print(table if table.row_count else "no change points")
 
 

@@ -220,7 +220,7 @@ def _candidate(session: Session, run: Run, benchmark: Benchmark, step: history.S
     change = changes.record(
         session, repository_id=run.repository_id, device_id=run.device_id, kind=kind, phase=lifecycle.CANDIDATE,
         good=good, bad=bad, run_id=run.id, benchmark_id=benchmark.id, suite=benchmark.suite,
-        details={"before": step.before, "after": step.after})
+        details=step.details())
     _start(session, change, good, bad, commits_between, lifecycle.CONFIRMING)
     summary.changes.append(change.id)  # type: ignore[arg-type]
 

@@ -1,0 +1,185 @@
+"""What one benchmark series shows about its own noise: its scale, its modes, its outliers.
+
+Timings are log-values here (``x = log(t)``), so every scale is relative. Three things are read
+from the series itself, each robust to the steps it may hold:
+
+- **scale**: the MAD of first differences / √2 (a step moves one difference, an outlier two);
+- **modes**: a GPU kernel's per-process median lands near a fast mode or in a slow band far
+  above it (``../shared/corpus/gpu-h200``: 70 µs vs 95-118 µs), an autotuner picks one of two
+  configurations. Each stretch between robust level shifts (Mann-Whitney binary segmentation,
+  blind to how the noise is shaped) is split in two by 1-D 2-means (Fisher's exact grouping
+  for one dimension); when most of the series splits cleanly — a gap of ``MODE_SEPARATION``
+  within-cluster deviations, each side at least ``MODE_SHARE`` of its stretch — each point
+  is labelled fast or slow, and the slow mode's offset and spread are measured;
+- **outliers**: within each mode, a point further than ``HAMPEL_K`` deviations from its running
+  median (Hampel filter, Pearson 2002) is replaced by that median, and the rest are clipped at
+  ``HUBER_K`` deviations (Huber's winsorising), so a noisy neighbour or a heavy tail moves no mean.
+
+``clean`` then gives the series a step test can use: slow points moved down by the slow mode's
+offset, and weights 1/variance, so a broad slow band barely counts while a tight autotuner mode
+counts fully. Locations are then compared on the fast mode, which is where a kernel's code shows.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+MAD_TO_SD = 1.4826  # MAD of a normal sample × this = its standard deviation
+MODE_SEPARATION = 5.0  # gap between two modes over the spread within them
+MODE_SHARE = 0.05  # the smaller mode of a stretch holds at least this share of it
+MODE_COVERAGE = 0.5  # share of the series in stretches that split cleanly, for it to be bimodal
+MODE_MIN_STRETCH = 8  # points a stretch needs before its modes are read
+ROUGH_ALPHA = 1e-3  # per stretch, for the level shifts that stretches are cut at
+HAMPEL_HALF_WIDTH = 3  # a running median over 7 points forgets episodes of up to 3 commits
+HAMPEL_K = 4.0
+LEVEL_HALF_WIDTH = 7  # the level outliers are replaced by and clipped towards: 15 points, so a few
+# points of an unrecognised second mode in a row do not carry it
+HUBER_K = 2.5
+SCALE_FLOOR = 1e-9  # a series of identical values still gets a finite scale
+
+
+def robust_sigma(x: np.ndarray) -> float:
+    """Noise scale that steps, drift and outliers barely move: MAD of first differences / √2."""
+    if len(x) < 3:
+        return 0.0
+    d = np.diff(x)
+    return float(MAD_TO_SD * np.median(np.abs(d - np.median(d))) / math.sqrt(2))
+
+
+def running_median(x: np.ndarray, half_width: int = HAMPEL_HALF_WIDTH) -> np.ndarray:
+    """Median of each point's ``2 * half_width + 1`` neighbourhood, the ends padded with their own value; NaNs skipped."""
+    padded = np.pad(x, half_width, mode="edge")
+    window = np.lib.stride_tricks.sliding_window_view(padded, 2 * half_width + 1)
+    if np.isnan(x).any():
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN window is NaN: the caller fills it
+            return np.nanmedian(window, axis=1)
+    return np.median(window, axis=1)
+
+
+def rank_shifts(x: np.ndarray, min_size: int, alpha: float = ROUGH_ALPHA) -> list[int]:
+    """Level shifts by binary segmentation on the Mann-Whitney statistic (Pettitt 1979), Bonferroni per stretch.
+
+    Ranks make it indifferent to the noise's shape (modes, tails), which is what reading the
+    modes needs before anything else is known.
+    """
+    found: list[int] = []
+    stack = [(0, len(x))]
+    while stack:
+        start, end = stack.pop()
+        n = end - start
+        if n < 2 * min_size:
+            continue
+        ranks = np.empty(n)
+        ranks[np.argsort(x[start:end], kind="stable")] = np.arange(1, n + 1)
+        k = np.arange(min_size, n - min_size + 1)
+        u = np.cumsum(ranks)[k - 1] - k * (k + 1) / 2.0
+        z = np.abs((u - k * (n - k) / 2.0) / np.sqrt(k * (n - k) * (n + 1) / 12.0))
+        best = int(np.argmax(z))
+        if z[best] < -special.ndtri(alpha / (2 * len(k))):
+            continue
+        split = start + int(k[best])
+        found.append(split)
+        stack += [(start, split), (split, end)]
+    return sorted(found)
+
+
+@dataclass(frozen=True)
+class Split:
+    """The best two-group split of a stretch (1-D 2-means, exact by sorting)."""
+
+    low: float  # mean of the lower group
+    high: float
+    within: float  # pooled standard deviation within the groups
+    smaller: int  # points in the smaller group
+    size: int
+
+    @property
+    def clean(self) -> bool:
+        return (self.within > 0 and self.high - self.low >= MODE_SEPARATION * self.within
+                and self.smaller >= max(2.0, MODE_SHARE * self.size))
+
+
+def two_groups(values: np.ndarray) -> Split:
+    v = np.sort(values)
+    n = len(v)
+    sums = np.cumsum(v)
+    i = np.arange(1, n)
+    low, high = sums[:-1] / i, (sums[-1] - sums[:-1]) / (n - i)
+    best = int(np.argmax(i * (n - i) * (high - low) ** 2))
+    lo, hi = v[:best + 1], v[best + 1:]
+    within = math.sqrt((np.sum((lo - lo.mean()) ** 2) + np.sum((hi - hi.mean()) ** 2)) / max(n - 2, 1))
+    return Split(float(lo.mean()), float(hi.mean()), within, min(len(lo), len(hi)), n)
+
+
+@dataclass(frozen=True)
+class Noise:
+    """A series' noise: its (fast-mode) scale and, for a bimodal series, which points are slow."""
+
+    sigma: float  # log units: the spread of the only mode, or of the fast one
+    slow: np.ndarray  # bool per point: on the slow mode
+    offset: float = 0.0  # log distance of the slow mode above the fast one
+    slow_sigma: float = 0.0
+
+    @property
+    def bimodal(self) -> bool:
+        return bool(self.slow.any())
+
+
+def read_noise(x: np.ndarray, min_size: int, steps: Sequence[int] | None = None) -> Noise:
+    """The noise model of log-values ``x``; ``slow`` is all False for a unimodal series.
+
+    Stretches are cut at ``steps`` (level steps already found) when given, else at rank shifts:
+    a rank shift near a step smaller than the modes' gap can land a few points off, and the
+    stretch that straddles the step then reads part of it as the other mode.
+    """
+    n = len(x)
+    sigma = max(robust_sigma(x), SCALE_FLOOR)
+    unimodal = Noise(sigma, np.zeros(n, dtype=bool))
+    bounds = sorted({0, *(rank_shifts(x, min_size) if steps is None else steps), n})
+    stretches = [(s, e, two_groups(x[s:e])) for s, e in zip(bounds, bounds[1:]) if e - s >= MODE_MIN_STRETCH]
+    split = [(s, e, g) for s, e, g in stretches if g.clean]
+    if sum(e - s for s, e, _ in split) < MODE_COVERAGE * n:
+        return unimodal
+    gap = float(np.median([g.high - g.low for _, _, g in split]))
+    fast_level = np.empty(n)
+    for s, e in zip(bounds, bounds[1:]):
+        group = next((g for gs, ge, g in split if gs == s and ge == e), None)
+        # a stretch that did not split cleanly (short, or one mode only) is centred on its median
+        fast_level[s:e] = group.low if group is not None else float(np.median(x[s:e]))
+    residual = x - fast_level
+    slow = residual > gap / 2
+    if slow.sum() < 3 or (~slow).sum() < 3:
+        return unimodal
+    offset = float(np.median(residual[slow]))
+    fast_sigma = max(robust_sigma(x[~slow]), SCALE_FLOOR)
+    slow_sigma = MAD_TO_SD * float(np.median(np.abs(residual[slow] - offset)))
+    return Noise(fast_sigma, slow, offset, max(slow_sigma, fast_sigma))
+
+
+def clean(x: np.ndarray, noise: Noise) -> tuple[np.ndarray, np.ndarray]:
+    """Values on the fast mode's scale, Hampel-filtered and winsorised per mode, and their weights (1/variance, fast = 1)."""
+    y = x - noise.offset * noise.slow
+    weight = np.where(noise.slow, (noise.sigma / max(noise.slow_sigma, noise.sigma)) ** 2, 1.0)
+    out = y.copy()
+    for members, sigma in ((~noise.slow, noise.sigma), (noise.slow, noise.slow_sigma)):
+        index = np.flatnonzero(members)
+        if len(index) < 2 * HAMPEL_HALF_WIDTH + 1:
+            continue
+        values = y[index]
+        suspect = np.abs(values - running_median(values)) > HAMPEL_K * sigma
+        # the level is read again without the suspects: beside a slow episode a normal point
+        # looks far from a 7-point median, and two episodes three commits apart would lift
+        # each other's replacement into a bump
+        median = running_median(np.where(suspect, np.nan, values), LEVEL_HALF_WIDTH)
+        median = np.where(np.isnan(median), running_median(values, LEVEL_HALF_WIDTH), median)
+        residual = values - median
+        far = suspect & (np.abs(residual) > HAMPEL_K * sigma)
+        out[index] = np.where(far, median, median + np.clip(residual, -HUBER_K * sigma, HUBER_K * sigma))
+    return out, weight
