@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any, Literal
 
+from roofwatch.service.analysis import abtest
 from roofwatch.service.core.models import Benchmark
 
 Kind = Literal["flops", "bytes", "time", "raw"]
@@ -168,3 +169,17 @@ def trend_view(delta_pct: float | None, noise: float | None, history: int, highe
         return TrendView("muted", f"within noise: the series varies ±{noise:.1f}% run to run")
     return TrendView("dir-regression" if worse else "dir-improvement",
                      f"beyond {TREND_NOISE_MULTIPLE:g} × the series' noise (±{noise:.1f}%); not confirmed yet")
+
+
+def judgeable(noise_pct: float | None, rounds: int) -> dict[str, Any] | None:
+    """What an A/B of ``rounds`` can tell at a benchmark's run-to-run noise (``noise_pct``, %).
+
+    ``mde_pct``: the smallest change it detects with 80 % power; ``ok``: whether it could show
+    "no change" within the default min_effect at all — if not, the benchmark cannot be judged
+    at that size on this device, and the overview and its page say so.
+    """
+    if noise_pct is None:
+        return None
+    mde = 100 * abtest.smallest_detectable(noise_pct / 100, rounds)
+    return {"mde_pct": mde, "rounds": rounds, "ok": abtest.can_judge(noise_pct / 100, rounds),
+            "min_effect_pct": 100 * abtest.DEFAULT_MIN_EFFECT}

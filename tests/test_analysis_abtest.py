@@ -149,3 +149,17 @@ def test_overall_word(directions: list[str], word: str) -> None:
 def test_undecided_rows_have_no_interval_and_valid_numbers() -> None:
     (v,) = verdicts([PairedRounds([1.0], [1.0])])
     assert (v.ci_low, v.ci_high) == (0.0, 0.0) and math.isinf(v.mde_pct) and v.rounds == 1
+
+
+@pytest.mark.parametrize(("noise", "rounds", "judgeable"), [
+    (0.002, 10, True),   # a quiet GPU kernel: ±2 % is settled well within 10 rounds
+    (0.05, 10, False),   # 5 % between processes: 10 rounds cannot rule out a 2 % change
+    (0.05, 200, True),   # … 200 could
+    (0.50, 10, False),
+])
+def test_what_an_ab_can_judge_at_a_noise(noise: float, rounds: int, judgeable: bool) -> None:
+    from roofwatch.service.analysis.abtest import can_judge, smallest_detectable
+
+    assert can_judge(noise, rounds) is judgeable
+    assert smallest_detectable(noise, rounds) > 0.02
+    assert smallest_detectable(noise, rounds) < smallest_detectable(2 * noise, rounds)

@@ -473,3 +473,21 @@ def test_series_api_pages_back_by_commit_position_and_exports_everything(synthet
     assert lines[0].startswith("position,sha,run_id") and len(lines) == COMMITS + 2
     assert client.get("/api/benchmarks/999999/series.csv").status_code == 404
     assert client.get(f"/api/benchmarks/{softmax}/series", params={"limit": 0}).status_code == 422
+
+
+def test_each_benchmark_says_what_an_ab_can_tell_at_its_noise(synthetic_app) -> None:  # type: ignore[no-untyped-def]
+    client = TestClient(synthetic_app)
+    row = _softmax_row(client, "torch")
+    detects = re.search(r'<td class="judgeable">≥ ([0-9.]+)%', row)
+    assert detects and float(detects.group(1)) >= 2.0  # never below what counts
+    torch = _benchmark_id(client, "test_softmax[torch-4096]", H200, impl="torch")
+    page = client.get(f"/benchmarks/{torch}").text
+    assert 'id="noise">run-to-run noise ±' in page and "an A/B of up to" in page
+
+
+def test_a_benchmark_too_noisy_for_its_min_effect_is_named_as_such() -> None:
+    from roofwatch.dashboard.metrics import judgeable
+
+    quiet, noisy = judgeable(0.2, 10), judgeable(8.0, 10)
+    assert quiet and quiet["ok"] and noisy and not noisy["ok"] and noisy["mde_pct"] > quiet["mde_pct"]
+    assert judgeable(None, 10) is None

@@ -26,6 +26,7 @@ from roofwatch.dashboard.filters import Filters, FiltersDep
 from roofwatch.service.analysis.compiled import for_tests
 from roofwatch.service.api.deps import SessionDep
 from roofwatch.service.api.security_headers import allow_unsafe_eval
+from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.models import ROW_ID_MAX, Benchmark, Repository
 from roofwatch.service.records import compiled_artifacts
 
@@ -131,6 +132,13 @@ def _window_links(benchmark: Benchmark, filters: Filters, impls: list[str],
     return links
 
 
+def _noise(values: list[float | None]) -> dict[str, Any] | None:
+    """The series' run-to-run noise and what an A/B within the round cap can tell at it."""
+    noise = metrics.noise_pct(values)
+    return None if noise is None else {"noise_pct": noise,
+                                       **(metrics.judgeable(noise, get_settings().ab_max_rounds) or {})}
+
+
 def register(app: FastAPI) -> None:
     @app.get("/benchmarks/{benchmark_id}", response_class=HTMLResponse, include_in_schema=False)
     def benchmark_page(benchmark_id: Annotated[int, Path(ge=0, le=ROW_ID_MAX)], request: Request, session: SessionDep, filters: FiltersDep,
@@ -172,4 +180,5 @@ def register(app: FastAPI) -> None:
             "max_points": figures.MAX_POINTS, "metric": metric, "changes": changes,
             "names": {s.benchmark_id: s.name for s in series},
             "window": window, "window_links": _window_links(benchmark, filters, selected, window),
+            "noise": _noise(series[0].values if series else []),
         })

@@ -18,6 +18,7 @@ from roofwatch.dashboard.common import TEMPLATES
 from roofwatch.dashboard.figures import sparkline_svg
 from roofwatch.dashboard.filters import Filters, FiltersDep, choices
 from roofwatch.service.api.deps import SessionDep
+from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.models import Benchmark
 from roofwatch.service.records import queries
 
@@ -48,7 +49,9 @@ def benchmark_row(benchmark: Benchmark, points: list[dict[str, Any]], detected: 
         else 100 * latest["roofline_fraction"],
         "trend": delta, "trend_class": view.css, "trend_why": view.why,
         "noise": noise if view.css == "muted" else None,
+        "judgeable": metrics.judgeable(noise, get_settings().ab_max_rounds),
     }
+
 
 
 def changes_links(filters: Filters) -> dict[str, str]:

@@ -187,6 +187,27 @@ def detectable(fit: _Fit, min_effect: float, alpha: float, n: int | None = None)
     return math.expm1(max(math.log1p(min_effect) + t_power * se, (t_crit + t_power) * se))
 
 
+def smallest_detectable(noise: float, rounds: int, min_effect: float = DEFAULT_MIN_EFFECT,
+                        alpha: float = DEFAULT_ALPHA) -> float:
+    """Smallest change (relative) an A/B of ``rounds`` detects with 80 % power, at this noise.
+
+    ``noise`` is one process's relative between-process spread (a series' run-to-run noise):
+    what the dashboard shows per benchmark, so a team sees which cannot be judged at its
+    ``min_effect`` on this device within the round cap.
+    """
+    sd = math.sqrt(2) * math.log1p(max(noise, 0.0))
+    fit = _Fit(max(rounds, MIN_ROUNDS), 0.0, sd, 1.0)
+    return detectable(fit, min_effect, alpha)
+
+
+def can_judge(noise: float, rounds: int, min_effect: float = DEFAULT_MIN_EFFECT,
+              alpha: float = DEFAULT_ALPHA) -> bool:
+    """Whether ``rounds`` at this noise could show "no change" within ±``min_effect`` at all."""
+    sd = math.sqrt(2) * math.log1p(max(noise, 0.0))
+    n = max(rounds, MIN_ROUNDS)
+    return _t(1 - alpha / 2, n - 1) * sd / math.sqrt(n) < math.log1p(min_effect)
+
+
 def _undecided(rounds: int, min_effect: float, reason: str) -> ABVerdict:
     # No interval exists yet: 0, 0 with an infinite detectable size says so (and stays valid JSON).
     return ABVerdict(0.0, 0.0, 0.0, 1.0, 1.0, 0.0, min_effect * 100, math.inf, rounds,
