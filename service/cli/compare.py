@@ -20,6 +20,7 @@ from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.db import session_scope
 from roofwatch.service.core.errors import RoofwatchError
 from roofwatch.service.core.keys import comparison_key, comparison_key_prefix, next_attempt
+from roofwatch.service.core.links import compare_url
 from roofwatch.service.core.models import Comparison, Repository
 from roofwatch.service.records.comparisons import ab_job_for, comparison_report, create_comparison
 from roofwatch.service.records.repositories import mirror_and_source, resolve_repository
@@ -137,3 +138,5 @@ def render(console: Console, data: dict[str, Any]) -> None:
     used = f" in {spent:.0f} s" + (f" of a {budget:.0f} s budget" if budget else "") if spent is not None else ""
     console.print(f"verdict: [bold]{data['verdict']}[/] after {data['rounds']} round(s){used}"
                   + (f"; smallest detectable change ±{mde}%" if mde else ""))
+    if data.get("id") is not None:
+        console.print(f"dashboard: {compare_url(int(data['id']))}", highlight=False)
