@@ -12,6 +12,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from sample_repo import init
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
@@ -61,7 +62,7 @@ def test_regressions_accepts_a_path_a_url_and_a_name(seeded_copy: Path, tmp_path
     assert changes("--repo", "git@github.com:acme/kernels.git") == by_name
 
     other = tmp_path / "other"
-    other.mkdir()
+    init(other)  # a checkout that was never measured (a folder that is no git repository is refused)
     assert register_local(other) == "local/other"
     monkeypatch.chdir(tmp_path)
     assert changes("--repo", "other") == [] and changes("--repo", "./other") == []
@@ -84,7 +85,7 @@ def test_triage_names_the_repository_the_same_way(seeded_copy: Path, tmp_path: P
     assert unknown.exit_code == 2 and "'nobody/nothing'" in unknown.stderr
 
     other = tmp_path / "other"
-    other.mkdir()
+    init(other)  # a checkout that was never measured (a folder that is no git repository is refused)
     register_local(other)
     elsewhere = invoke("triage", str(change["id"]), "acknowledged", "--repo", str(other))
     assert elsewhere.exit_code == 2
@@ -114,8 +115,11 @@ def test_the_api_names_repositories_like_run(seeded_copy: Path) -> None:
             "/api/benchmarks", params={"repo": "acme/kernels"}).json()
         assert len(client.get("/api/runs", params={"repo": spec}).json()) == 3
 
-    for asked in ("nobody/nothing", "/no/such/checkout", "bad\x00name"):
+    for asked in ("nobody/nothing", "/no/such/checkout"):
         for endpoint in ("/api/changes", "/api/runs", "/api/benchmarks"):
             answer = client.get(endpoint, params={"repo": asked})
             assert answer.status_code == 404, (endpoint, asked, answer.text)
             assert f"no repository {asked!r} is known" in answer.json()["detail"]
+    for endpoint in ("/api/changes", "/api/runs", "/api/benchmarks"):  # a NUL is refused before any look-up
+        answer = client.get(endpoint, params={"repo": "bad\x00name"})
+        assert answer.status_code == 422 and "NUL" in answer.text, (endpoint, answer.text)

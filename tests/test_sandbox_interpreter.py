@@ -118,15 +118,16 @@ def test_a_suite_runs_under_an_interpreter_in_a_temp_dir_and_sees_only_it(tmp_pa
         assert probe["python"] == str(venv / "bin" / "python")
         assert Path(probe["harness"]).is_relative_to(venv)
     beside_view, inside_view = (probe["listings"] for probe in seen)
-    # Of the temp dir, only the virtualenv, the run's own worktree and its repository's setup cache:
+    # Of the temp dir, only the virtualenv and the run's own worktree (a suite without setup is
+    # given an empty cache of its own, none of the repository's):
     # not the repository it was cloned from, the operator's notes, the mirrors, nor (when the data
     # dir is inside the virtualenv) anything else of the data dir.
     assert beside_view["tmp"] == ["data", "venv"]
-    assert beside_view["beside"] == ["setup-caches", "worktrees"] and len(beside_view["beside_worktrees"]) == 1
+    assert beside_view["beside"] == ["worktrees"] and len(beside_view["beside_worktrees"]) == 1
     assert beside_view["inside"] is None
     assert inside_view["tmp"] == ["venv"]
     assert inside_view["beside"] is None
-    assert inside_view["inside"] == ["setup-caches", "worktrees"] and len(inside_view["inside_worktrees"]) == 1
+    assert inside_view["inside"] == ["worktrees"] and len(inside_view["inside_worktrees"]) == 1
     # The host's data dirs did hold a mirror each, which the suites could not see.
     assert {p.name for p in beside.iterdir()} >= {"mirrors", "worktrees"}
     assert {p.name for p in inside.iterdir()} >= {"mirrors", "worktrees"}

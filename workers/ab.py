@@ -69,6 +69,14 @@ class ABJob:
 RoundProgress = Callable[[int, str, str, str], None]  # (0-based round, side, suite, "start" or its status)
 
 
+def head_first(rounds: list[RoundRecord]) -> dict[int, bool]:
+    """Per round index, whether the head's process ran first (records are kept in the order run)."""
+    first: dict[int, bool] = {}
+    for record in rounds:
+        first.setdefault(record.index, record.side == "head")
+    return first
+
+
 def paired_rounds(rounds: list[RoundRecord]) -> dict[str, tuple[list[float], list[float]]]:
     """Benchmarks measured on both sides in every round that measured them, paired by round.
 
@@ -92,6 +100,21 @@ def paired_rounds(rounds: list[RoundRecord]) -> dict[str, tuple[list[float], lis
     return pairs
 
 
+def paired_orders(rounds: list[RoundRecord]) -> dict[str, list[bool]]:
+    """For each benchmark of ``paired_rounds``, whether the head ran first in each of its rounds."""
+    first = head_first(rounds)
+    present: dict[tuple[str, int], set[str]] = {}
+    for record in rounds:
+        for suite in record.suites:
+            for m in suite.measurements:
+                present.setdefault((record.side, record.index), set()).add(f"{suite.name}::{m.name}")
+    orders: dict[str, list[bool]] = {}
+    for i in sorted(first):
+        for key in present.get(("base", i), set()) & present.get(("head", i), set()):
+            orders.setdefault(key, []).append(first[i])
+    return orders
+
+
 def round_orders(seed: int, rounds: int) -> list[tuple[str, str]]:
     """Who goes first in each round: one A B and one B A in every pair of rounds, order shuffled."""
     rng = random.Random(seed)
@@ -111,11 +134,12 @@ def round_verdicts(rounds: list[RoundRecord], min_effect: float, min_effects: di
     stored and reported) and in ``roofwatch verdict`` (result files a team already has).
     """
     pairs = paired_rounds(rounds)
+    orders = paired_orders(rounds)
     keys = sorted(pairs)
     hib = higher_is_better or {}
     found = abtest.verdicts([abtest.PairedRounds(pairs[k][0], pairs[k][1], hib.get(k, False),
-                                                 min_effects.get(k, min_effect)) for k in keys],
-                            min_effect=min_effect)
+                                                 min_effects.get(k, min_effect), head_first=orders.get(k))
+                             for k in keys], min_effect=min_effect)
     return dict(zip(keys, found))
 
 

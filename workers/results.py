@@ -143,7 +143,7 @@ def _check_depth(stream: IO[bytes]) -> None:
         if event == "start_map" or event == "start_array":
             depth += 1
             if depth > MAX_DEPTH:
-                raise ResultFileError(f"benchmark JSON is nested more than {MAX_DEPTH} deep; it is not read")
+                raise ResultFileError(f"benchmark JSON is nested too deeply to read (more than {MAX_DEPTH} levels)")
         elif event == "end_map" or event == "end_array":
             depth -= 1
     stream.seek(0)

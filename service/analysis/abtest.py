@@ -70,6 +70,7 @@ class PairedRounds:
     higher_is_better: bool = False
     min_effect: float | None = None  # the benchmark's own, else the comparison's
     noise_floor: float = 0.0  # known relative between-process noise of one process
+    head_first: Sequence[bool] | None = None  # per round: did the head's process run first?
 
 
 @dataclass(frozen=True)
@@ -118,9 +119,13 @@ def _pct(log_ratio: float) -> float:
     return math.expm1(log_ratio) * 100.0
 
 
+def _valid(b: float, h: float) -> bool:
+    return b > 0 and h > 0 and math.isfinite(b) and math.isfinite(h)
+
+
 def log_ratios(base: Sequence[float], head: Sequence[float], higher_is_better: bool) -> np.ndarray:
     """Paired ``log(head/base)`` of rounds where both values are finite and positive; + = worse."""
-    pairs = [(b, h) for b, h in zip(base, head) if b > 0 and h > 0 and math.isfinite(b) and math.isfinite(h)]
+    pairs = [(b, h) for b, h in zip(base, head) if _valid(b, h)]
     if not pairs:
         return np.zeros(0)
     b, h = np.asarray(pairs, dtype=float).T
@@ -128,39 +133,69 @@ def log_ratios(base: Sequence[float], head: Sequence[float], higher_is_better: b
     return -ratios if higher_is_better else ratios
 
 
+def _orders(item: PairedRounds) -> np.ndarray | None:
+    """The head-first flags of the rounds ``log_ratios`` keeps, or None when they are not known."""
+    if item.head_first is None or len(item.head_first) != len(item.base):
+        return None
+    return np.asarray([f for b, h, f in zip(item.base, item.head, item.head_first) if _valid(b, h)], dtype=bool)
+
+
 @dataclass(frozen=True)
 class _Fit:
     n: int
     mean: float
-    sd: float  # of d, floored by the known noise
+    sd: float  # of one round's d, floored by the known noise
     p_value: float
+    se_factor: float = 0.0  # se = sd × se_factor; 0: the plain paired 1/√n
+    dof: int = 0  # 0: n − 1
 
     @property
     def se(self) -> float:
-        return self.sd / math.sqrt(self.n)
+        return self.sd * (self.se_factor or 1 / math.sqrt(self.n))
 
     def interval(self, confidence: float) -> tuple[float, float]:
         if self.se == 0.0:
             return self.mean, self.mean
-        half = _t(1 - (1 - confidence) / 2, self.n - 1) * self.se
+        half = _t(1 - (1 - confidence) / 2, self.dof or self.n - 1) * self.se
         return self.mean - half, self.mean + half
 
 
-def _fit(d: np.ndarray, noise_floor: float) -> _Fit:
+def _fit(d: np.ndarray, noise_floor: float, head_first: np.ndarray | None = None) -> _Fit:
+    """The paired fit; a crossover fit when both orders were run at least twice.
+
+    A round that ran the head second carries any advantage of the second process slot
+    (a warm page cache, a clock that ramped up, a neighbour's rhythm) as ``+π``, one that ran it
+    first as ``−π``. Averaging the two orders' means removes π from the estimate and pooling
+    the spread within each order keeps it out of the noise (the two-period crossover analysis,
+    Jones & Kenward, *Design and Analysis of Cross-Over Trials*, ch. 2); with fewer than two
+    rounds of each order, the plain paired mean.
+    """
     n = len(d)
-    mean = float(np.mean(d))
-    sd = max(float(np.std(d, ddof=1)), math.sqrt(2) * math.log1p(max(noise_floor, 0.0)))
+    floor = math.sqrt(2) * math.log1p(max(noise_floor, 0.0))
+    if head_first is not None and len(head_first) == n and min(int(head_first.sum()), n - int(head_first.sum())) >= 2:
+        first, second = d[head_first], d[~head_first]
+        mean = float((first.mean() + second.mean()) / 2)
+        within = float(((first - first.mean()) ** 2).sum() + ((second - second.mean()) ** 2).sum())
+        sd = max(math.sqrt(within / (n - 2)), floor)
+        se_factor = math.sqrt((1 / len(first) + 1 / len(second)) / 4)
+        dof = n - 2
+    else:
+        mean = float(np.mean(d))
+        sd = max(float(np.std(d, ddof=1)), floor)
+        se_factor, dof = 1 / math.sqrt(n), n - 1
     if sd == 0.0:
         # Identical numbers every round (a quantised timer, a cached result): no spread to test.
         p_value = 1.0 if mean == 0.0 else 0.0
     else:
-        p_value = float(2 * stats.t.sf(abs(mean) / (sd / math.sqrt(n)), n - 1))
-    return _Fit(n, mean, sd, p_value)
+        p_value = float(2 * stats.t.sf(abs(mean) / (sd * se_factor), dof))
+    return _Fit(n, mean, sd, p_value, se_factor, dof)
 
 
-def _without_extreme(d: np.ndarray, sign: float) -> np.ndarray:
-    """``d`` less its most extreme round in the direction of the claimed change."""
-    return np.delete(d, int(np.argmax(sign * d)))
+def _without_extreme(d: np.ndarray, head_first: np.ndarray | None,
+                     sign: float) -> tuple[np.ndarray, np.ndarray | None]:
+    """``d`` (and its orders) less its most extreme round in the direction of the claimed change."""
+    drop = int(np.argmax(sign * d))
+    return np.delete(d, drop), (None if head_first is None else np.delete(head_first, drop))
 
 
 def rounds_to_settle(fit: _Fit, min_effect: float, alpha: float) -> int | None:
@@ -220,7 +255,9 @@ def verdicts(pairs: Sequence[PairedRounds | tuple[Sequence[float], Sequence[floa
     items = [p if isinstance(p, PairedRounds) else PairedRounds(*p) for p in pairs]
     effects = [item.min_effect if item.min_effect is not None else min_effect for item in items]
     ds = [log_ratios(item.base, item.head, item.higher_is_better) for item in items]
-    fits = {i: _fit(d, item.noise_floor) for i, (d, item) in enumerate(zip(ds, items)) if len(d) >= MIN_ROUNDS}
+    orders = [_orders(item) for item in items]
+    fits = {i: _fit(d, item.noise_floor, order) for i, (d, item, order) in enumerate(zip(ds, items, orders))
+            if len(d) >= MIN_ROUNDS}
     q_values = dict(zip(fits, fdr.adjust([fit.p_value for fit in fits.values()])))
     selected = [i for i in fits if q_values[i] < alpha]
     # Benjamini–Yekutieli: intervals of the R selected at 1 - alpha R / m cover at FCR <= alpha.
@@ -230,13 +267,13 @@ def verdicts(pairs: Sequence[PairedRounds | tuple[Sequence[float], Sequence[floa
         if i not in fits:
             out.append(_undecided(len(d), effect, f"only {len(d)} paired round(s); need {MIN_ROUNDS}"))
             continue
-        out.append(_decide(fits[i], d, item.noise_floor, q_values[i], i in selected, effect, alpha,
+        out.append(_decide(fits[i], d, orders[i], item.noise_floor, q_values[i], i in selected, effect, alpha,
                            change_confidence))
     return out
 
 
-def _decide(fit: _Fit, d: np.ndarray, noise_floor: float, q: float, selected: bool, min_effect: float,
-            alpha: float, change_confidence: float) -> ABVerdict:
+def _decide(fit: _Fit, d: np.ndarray, head_first: np.ndarray | None, noise_floor: float, q: float,
+            selected: bool, min_effect: float, alpha: float, change_confidence: float) -> ABVerdict:
     bound = math.log1p(min_effect)
     sign = 1.0 if fit.mean >= 0 else -1.0
     common = dict(p_value=fit.p_value, q_value=q, noise_pct=_pct(fit.sd / math.sqrt(2)),
@@ -244,7 +281,10 @@ def _decide(fit: _Fit, d: np.ndarray, noise_floor: float, q: float, selected: bo
                   rounds=fit.n)
     if selected and abs(fit.mean) > bound:
         low, high = fit.interval(change_confidence)
-        rest = _fit(_without_extreme(d, sign), noise_floor) if fit.n > MIN_ROUNDS else None
+        rest = None
+        if fit.n > MIN_ROUNDS:
+            kept, kept_order = _without_extreme(d, head_first, sign)
+            rest = _fit(kept, noise_floor, kept_order)
         held = rest is not None and sign * rest.interval(change_confidence)[0 if sign > 0 else 1] > 0
         if held:
             direction: Direction = "regression" if sign > 0 else "improvement"

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from roofwatch.service.analysis import abtest
-from roofwatch.service.core.errors import RoofwatchError
+from roofwatch.service.core.errors import VerdictInputError
 from roofwatch.service.records.upload_formats import read_results
 from roofwatch.workers.ab import paired_rounds, round_verdicts
 from roofwatch.workers.envelope import RoundRecord, SuiteResult
@@ -23,10 +23,6 @@ from roofwatch.workers.min_effect import parse_min_effect
 
 EXIT = {"no-change": 0, "improvement": 0, "regression": 1, "inconclusive": 3}
 SUITE = "results"
-
-
-class VerdictInputError(RoofwatchError):
-    """The files or options given to ``roofwatch verdict`` cannot be compared."""
 
 
 def split_sides(args: list[str]) -> tuple[list[Path], list[Path]]:

@@ -93,3 +93,7 @@ class ArtifactLookupError(RoofwatchError):
 
 class DemoError(RoofwatchError):
     """The demo repository cannot be written where it was asked for."""
+
+
+class VerdictInputError(RoofwatchError):
+    """The files or options given to ``roofwatch verdict`` cannot be compared."""
