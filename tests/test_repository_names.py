@@ -12,8 +12,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from sample_repo import init
 from fastapi.testclient import TestClient
+from sample_repo import init
 from typer.testing import CliRunner
 
 from roofwatch.service.cli.main import app
