@@ -127,9 +127,12 @@ def test_demo_pull_request_regresses_layernorm_only(demo: dict[str, Any]) -> Non
     report = json.loads(compared.stdout)
     verdicts = {row["benchmark"]: row["direction"] for row in report["benchmarks"]}
     assert report["verdict"] == "regression"
-    assert {name for name, direction in verdicts.items() if direction != "none"} == {
+    # Exactly the planted change is called a change. An unchanged kernel of the modelled device
+    # that a busy host's rounds cannot pin within ±2 % is "inconclusive" (said, never a change).
+    assert {name for name, direction in verdicts.items() if direction in ("regression", "improvement")} == {
         "test_layernorm[16x4096]", "test_layernorm[64x1024]"}
     assert all(verdicts[name] == "regression" for name in ("test_layernorm[16x4096]", "test_layernorm[64x1024]"))
+    assert set(verdicts.values()) <= {"regression", "none", "inconclusive"}
 
 
 @pytest.fixture(scope="module")
