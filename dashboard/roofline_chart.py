@@ -112,9 +112,10 @@ def roof_traces(peaks: Peaks, low: float, high: float, dtypes: Collection[str] =
     if dtypes:
         held_to = {compute_roof(peaks, dtype) for dtype in dtypes}
         ridges = [ridge for ridge in ridges if ridge[2] in held_to] or ridges
-    source = "measured" if peaks.source == "measured" else "datasheet"
+    source = peaks.source
     # Datasheet roofs are dashed: they are what the vendor prints, not what this device sustains.
-    line = {"color": ROOF_COLOR, "width": 2, "dash": "solid" if source == "measured" else "dash"}
+    # A modelled device's roofs are exactly what it sustains, by construction: solid.
+    line = {"color": ROOF_COLOR, "width": 2, "dash": "dash" if source == "datasheet" else "solid"}
     top = max((intensity for _, intensity, _ in ridges), default=high)
     slope_end = max(top, low)
     traces: list[dict[str, Any]] = [{

@@ -90,7 +90,7 @@ def roofs(session: Session, device_class: str) -> Roofs:
     if peaks is None:
         return Roofs(None, "none", device)
     # A device row may carry stored datasheet figures; it says so in peaks_source.
-    source = "datasheet" if peaks.source == "datasheet" or device.peaks_source == "datasheet" else "measured"
+    source = "datasheet" if peaks.source == "datasheet" or device.peaks_source == "datasheet" else peaks.source
     return Roofs(peaks, source, device)
 
 

@@ -69,7 +69,7 @@ class Peaks:
 
     bandwidth: float
     flops: Mapping[str, float]
-    source: Literal["measured", "datasheet"]
+    source: Literal["measured", "datasheet", "modelled"]
     caches: tuple[CacheRoof, ...] = ()
     warm_caches: bool = False
 

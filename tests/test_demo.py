@@ -180,6 +180,10 @@ def test_demo_dashboard_shows_the_changes_and_the_pull_request_comment(  # type:
 
     page.goto(served + "/roofline")
     page.wait_for_selector(".main-svg")
+    # The demo's kernels are held to the roofs of the device they are timed on, not the host's.
+    source = page.locator("#roof-source")
+    assert source.get_attribute("class") == "roof-modelled"
+    assert "0.25 GB/s" in source.inner_text()
     page.screenshot(path=str(ARTIFACTS / "demo-roofline.png"), full_page=True)
 
     page.goto(served + f"/compare/{demo['compared_id']}")
@@ -188,11 +192,11 @@ def test_demo_dashboard_shows_the_changes_and_the_pull_request_comment(  # type:
     assert comment.locator("table").count() >= 1
     assert "test_layernorm[64x1024]" in comment.inner_text()
     assert "merge-base with main" in comment.inner_text()  # the base asked for, not the repository's HEAD
-    # A CPU's demo kernels reach well under 1 % of its roofs: whole percents would read "0 → 0".
+    # Held to the modelled device's 250 MB/s: tens of percent, and the two-pass head falls away from the roof.
     roofline = page.locator("#benchmarks tr", has_text="test_layernorm[64x1024]").locator("td").nth(8).inner_text()
     shown = re.fullmatch(r"(\d+\.\d) → (\d+\.\d)", roofline.strip())
     assert shown, roofline
     base_pct, head_pct = float(shown[1]), float(shown[2])
-    assert 0 < head_pct <= base_pct, roofline  # 1.75× the time: a smaller fraction of the same roof
+    assert 10 < base_pct <= 100 and 0 < head_pct < base_pct / 1.3, roofline  # 1.75× the time: a smaller fraction of the same roof
     page.screenshot(path=str(ARTIFACTS / "demo-compare.png"), full_page=True)
     assert errors == []

@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from roofwatch.service.analysis import abtest
-from roofwatch.workers import checkout, min_effect
+from roofwatch.workers import checkout, min_effect, modelled_device
 from roofwatch.workers.device import probe
 from roofwatch.workers.envelope import ABEnvelope, CommitRecord, DeviceInfo, RoundRecord, SuiteResult
 from roofwatch.workers.errors import CheckoutError, SuiteConfigError
@@ -169,7 +169,7 @@ def _stop_reason(rounds: list[RoundRecord], effect: float, effects: dict[str, fl
 
 def run_ab(job: ABJob, device: DeviceInfo | None = None, progress: RoundProgress | None = None) -> ABEnvelope:
     started = datetime.now(UTC)
-    device = device or probe()
+    measured_on: DeviceInfo = device or probe()
     data_dir = Path(job.data_dir)
     rounds: list[RoundRecord] = []
     commits: dict[str, CommitRecord | None] = {"base": None, "head": None}
@@ -181,7 +181,7 @@ def run_ab(job: ABJob, device: DeviceInfo | None = None, progress: RoundProgress
             comparison_id=job.comparison_id, idempotency_key=job.idempotency_key,
             repository=job.repository, base_sha=job.base_sha, head_sha=job.head_sha,
             status=status, reason=reason, base_commit=commits["base"], head_commit=commits["head"],  # type: ignore[arg-type]
-            device=device, rounds=rounds, started_at=started, finished_at=datetime.now(UTC),
+            device=measured_on, rounds=rounds, started_at=started, finished_at=datetime.now(UTC),
             suites_source=suites_source(sources), min_effect=effects.repository,
             min_effects=effects.benchmarks, budget_s=job.budget_s, stop_reason=effects.stop_reason,
         )
@@ -211,6 +211,11 @@ def run_ab(job: ABJob, device: DeviceInfo | None = None, progress: RoundProgress
                 declared = repository_min_effect_of(head_tree, job.suites_toml)
             except SuiteConfigError as exc:
                 return envelope("errored", f"head: {exc}")
+            try:
+                # Both sides are measured on the device the base declares: the trusted side's model.
+                measured_on = modelled_device.device_for(measured_on, base_tree, job.suites_toml)
+            except SuiteConfigError as exc:
+                return envelope("errored", f"base: {exc}")
             effects.repository = declared if declared is not None else min_effect.DEFAULT_MIN_EFFECT
             _run_rounds(job, trees, specs, data_dir, rounds, progress, effects)
     except CheckoutError as exc:

@@ -35,6 +35,9 @@ class DeviceInfo(BaseModel):
     peak_flops: dict[str, float] = Field(default_factory=dict)
     # Cache-level roofs from the same calibration: {"L2": {"capacity": bytes, "bandwidth": bytes/s}}.
     cache_roofs: dict[str, dict[str, float]] = Field(default_factory=dict)
+    # Where the peaks come from when not "measured": "modelled" for a device a repository declares
+    # (workers/modelled_device.py). Empty: measured by calibration, or no peaks at all.
+    peaks_source: str = ""
 
 
 class OutcomeRecord(BaseModel):

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from roofwatch.workers import bubblewrap, checkout, sandbox
+from roofwatch.workers import bubblewrap, checkout, modelled_device, sandbox
 from roofwatch.workers.compiled.artifacts_file import failure_summary, parse_compiled_json
 from roofwatch.workers.compiled.install import PLUGIN, install_plugin, with_plugin_path
 from roofwatch.workers.device import probe
@@ -110,6 +110,7 @@ def run_job(job: Job, device: DeviceInfo | None = None, progress: Progress | Non
                 if laid is None:
                     return envelope("skipped", "no [[tool.roofwatch.suites]] in pyproject.toml "
                                     "(`roofwatch init PATH` writes a suites file for --suites)", commit=commit)
+                device = modelled_device.device_for(device, tree, job.suites_toml)
             except SuiteConfigError as exc:
                 return envelope("errored", str(exc), commit=commit)
             results = [noted(run_suite(spec, tree, data_dir, job, progress), note) for spec, note in laid]

@@ -54,7 +54,8 @@ def upsert_device(session: Session, info: DeviceInfo) -> Device:
     """
     device = session.exec(select(Device).where(Device.fingerprint == info.fingerprint)).first()
     if device is None:
-        device = Device(**info.model_dump(exclude={"fingerprint", "peak_bandwidth", "peak_flops", "cache_roofs"}),
+        device = Device(**info.model_dump(exclude={"fingerprint", "peak_bandwidth", "peak_flops", "cache_roofs",
+                                                   "peaks_source"}),
                         fingerprint=info.fingerprint)
     elif not (info.peak_bandwidth and info.peak_flops):
         return device
@@ -62,7 +63,7 @@ def upsert_device(session: Session, info: DeviceInfo) -> Device:
         device.peak_bandwidth = info.peak_bandwidth
         device.peak_flops = dict(info.peak_flops)
         device.cache_roofs = {name: dict(roof) for name, roof in info.cache_roofs.items()}
-        device.peaks_source = "measured"
+        device.peaks_source = info.peaks_source or "measured"
     session.add(device)
     session.flush()
     return device

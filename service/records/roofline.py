@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from roofwatch.roofline import Bound, CacheRoof, Peaks, bound_by, datasheet_peaks
 from roofwatch.roofline import compute_roof as compute_roof_of
 from roofwatch.service.core.models import Device
@@ -20,9 +22,16 @@ def peaks_for(device: Device) -> Peaks | None:
         caches = tuple(CacheRoof(name, int(roof["capacity"]), float(roof["bandwidth"]))
                        for name, roof in sorted((device.cache_roofs or {}).items()))
         return Peaks(bandwidth=device.peak_bandwidth, flops=dict(device.peak_flops),
-                     source="datasheet" if device.peaks_source == "datasheet" else "measured",
+                     source=_source(device.peaks_source),
                      caches=caches, warm_caches=cpu)
     return None if cpu else datasheet_peaks(device.device_class)
+
+
+def _source(stored: str) -> Literal["measured", "datasheet", "modelled"]:
+    """A device row's ``peaks_source`` as a roof's source; rows from before sources existed read "measured"."""
+    if stored == "datasheet":
+        return "datasheet"
+    return "modelled" if stored == "modelled" else "measured"
 
 
 def bound_of(peaks: Peaks, flops: float, bytes_moved: float, seconds: float, dtype: str) -> Bound:
