@@ -171,7 +171,7 @@ def test_the_wheel_carries_the_harness_and_its_entry_point(tmp_path: Path) -> No
     assert "[pytest11]\nroofwatch = roofwatch.pytest_plugin" in declared
 
 
-def test_the_public_correctness_api_is_what_the_readme_documents() -> None:
+def test_the_public_correctness_api_is_what_docs_harness_documents() -> None:
     assert set(public_api.__all__) == {
         "GUARD", "INPUT_CANARY", "LAYOUTS", "ErrorStats", "LayoutCase", "Placed", "RoundingStats", "Tolerance",
         "assert_close", "assert_correctly_rounded", "assert_exposes", "assert_guard_intact",

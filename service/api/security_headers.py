@@ -1,7 +1,7 @@
 """Security headers on every HTTP response: a Content-Security-Policy with a per-response nonce,
 no framing, no content sniffing, no referrer beyond this origin.
 
-The policy allows what the pages use and nothing else (README, "Security: the dashboard"):
+The policy allows what the pages use and nothing else (docs/security.md, "The dashboard and the API"):
 
 - scripts from this origin only (plotly.js, the dashboard's own scripts, Swagger UI's bundle); the
   one inline script, Swagger UI's start-up call that FastAPI writes into ``/docs``, carries the nonce;
