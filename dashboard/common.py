@@ -12,6 +12,7 @@ from markupsafe import Markup
 
 from roofwatch.dashboard.escaping import script_json
 from roofwatch.dashboard.figures import PLOT_CONFIG
+from roofwatch.dashboard.metrics import human
 from roofwatch.service.api.security_headers import csp_nonce
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
@@ -31,6 +32,11 @@ TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
 # base.html names the response's CSP nonce on the <style> elements plotly.js writes to.
 TEMPLATES.env.globals["csp_nonce"] = csp_nonce
 TEMPLATES.env.globals["plotly_style_ids"] = plotly_style_ids(PLOTLY_JS.read_text())
+# Human units everywhere a page prints a value: ``{{ m.median|seconds }}`` reads "11.4 ms", never
+# "1.145e+04 µs"; bandwidths and FLOP/s pick their prefix the same way ("250 MB/s", "1 GFLOP/s").
+TEMPLATES.env.filters["seconds"] = lambda value: human("time", value)
+TEMPLATES.env.filters["bandwidth"] = lambda value: human("bytes", value)
+TEMPLATES.env.filters["flop_rate"] = lambda value: human("flops", value)
 
 
 def chart_json(figure: dict[str, Any]) -> Markup:

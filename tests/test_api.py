@@ -25,6 +25,15 @@ def test_runs_benchmarks_series_changes(seeded_app) -> None:  # type: ignore[no-
 
     changes = client.get("/api/changes").json()
     assert any(c["kind"] == "correctness-failure" and c["state"] == "fixed" for c in changes)
+    # Pages of one, followed through their Link headers, list exactly the same changes.
+    paged, url = [], "/api/changes?limit=1"
+    while url:
+        page = client.get(url)
+        paged += page.json()
+        url = page.headers.get("link", "").partition("<")[2].partition(">")[0]
+    assert paged == changes and len(changes) >= 1
+    assert client.get("/api/changes", params={"after": changes[-1]["id"]}).json() == []
+    assert "link" not in client.get("/api/changes").headers  # the default page holds them all
 
     run = client.get(f"/api/runs/{runs[-1]['id']}").json()
     assert {s["name"] for s in run["suites"]} == {"correctness", "benchmarks"}

@@ -362,6 +362,13 @@ def test_changes_filters_and_bad_params(client: TestClient, ids: dict[str, Any])
     assert listed(kind="", repo="") == listed()  # the form's "all"
     assert listed(repo="nobody/nothing") == []
     assert listed(limit=1) == [changes["regression"]]
+    # Pages of ``limit``: together they list every change once, in the order of the whole listing.
+    everything = listed(limit=1000)
+    paged = [i for page in range(1, len(everything) + 2) for i in listed(limit=2, page=page)]
+    assert paged == everything and len(everything) >= 3
+    second = client.get("/changes", params={"limit": 2, "page": 2, "kind": ""}).text
+    assert 'id="page-earlier" href="/changes?limit=2&amp;kind=&amp;page=1"' in second
+    assert client.get("/changes", params={"page": 0}).status_code == 422
     assert client.get("/changes", params={"state": "ignored"}).status_code == 422
     assert client.get("/changes", params={"kind": "slow"}).status_code == 422
     assert client.get("/changes", params={"limit": 0}).status_code == 422
@@ -390,6 +397,23 @@ def test_compare_charts_rounds_of_moved_and_inconclusive_benchmarks(client: Test
     assert f'id="dist-{ids["matmul"]}"' in asked.text
     matmul = _embedded(asked.text, f"dist-figure-{ids['matmul']}")
     assert _traces(matmul, "base")[0]["y"][0] == pytest.approx(2.0) and "ms" in matmul["layout"]["yaxis"]["title"]["text"]
+
+
+def test_compare_lists_what_moved_and_a_few_others_unless_asked_for_all(client: TestClient, ids: dict[str, Any],
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from roofwatch.dashboard.pages import compare
+
+    def listed(**params: Any) -> set[int]:
+        text = client.get(f"/compare/{ids['comparison']}", params=params).text
+        return {int(i) for i in re.findall(r'<tr id="row-(\d+)"', text)}
+
+    everything = {ids["softmax"], ids["stale"], ids["matmul"]}
+    assert listed() == everything  # three rows: nothing to fold
+    monkeypatch.setattr(compare, "UNCHANGED_SHOWN", 0)
+    assert listed() == {ids["softmax"], ids["stale"]}  # the moved and the inconclusive, never folded away
+    folded = client.get(f"/compare/{ids['comparison']}").text
+    assert 'id="list-all" href="?all=1">List all 3</a>' in folded
+    assert listed(all=1) == everything
 
 
 def test_compare_shows_the_pull_request_comment_rendered_from_its_markdown(client: TestClient,

@@ -12,6 +12,7 @@ so this page itself needs no authentication and never sees it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import urlencode
 from typing import Annotated, Any
 
 from fastapi import FastAPI, HTTPException, Query, Request
@@ -28,7 +29,9 @@ from roofwatch.service.records.changes import shown
 
 # Waiting for a person first; what people already decided after.
 OPEN_STATES = ("new", "acknowledged")
-DEFAULT_LIMIT = 500
+# A page lists this many: what a person triages in one sitting. The rest is a page away, so the
+# page costs what it shows however many changes a year of history holds (2,629 at 20 M measurements).
+DEFAULT_LIMIT = 100
 
 
 @dataclass(frozen=True)
@@ -57,8 +60,8 @@ def _checked(values: list[str], allowed: tuple[str, ...], name: str) -> tuple[st
     return tuple(dict.fromkeys(values))  # keep the order given, drop repeats
 
 
-def change_rows(session: Session, filters: ChangeFilters, limit: int) -> list[dict[str, Any]]:
-    """The filtered changes with their repository, benchmark and first bad commit, in one query."""
+def change_rows(session: Session, filters: ChangeFilters, limit: int, offset: int = 0) -> list[dict[str, Any]]:
+    """One page of the filtered changes with their repository, benchmark and first bad commit, in one query."""
     rank = case({state: i for i, state in enumerate(OPEN_STATES)}, value=col(Change.state), else_=len(OPEN_STATES))
     query = (sa_select(Change, col(Repository.full_name), col(Benchmark.name), col(Benchmark.device_class),
                        col(Benchmark.shape), col(Benchmark.dtype), col(Commit.sha))
@@ -66,7 +69,7 @@ def change_rows(session: Session, filters: ChangeFilters, limit: int) -> list[di
              .outerjoin(Benchmark, col(Benchmark.id) == col(Change.benchmark_id))
              .outerjoin(Commit, col(Commit.id) == col(Change.first_bad_commit_id))
              .where(*filters.conditions())
-             .order_by(rank, col(Change.id).desc()).limit(limit))
+             .order_by(rank, col(Change.id).desc()).limit(limit).offset(offset))
     return [{
         "change": change, "repository": repository, "benchmark": name or change.test_id or "",
         "device_class": device_class, "shape": shape, "dtype": dtype, "commit": sha,
@@ -82,6 +85,12 @@ def state_counts(session: Session, filters: ChangeFilters) -> dict[str, int]:
     return {state: counts.get(state, 0) for state in TRIAGE_STATES}
 
 
+def _page_url(request: Request, page: int) -> str:
+    """This listing's URL with its filters, on another page."""
+    kept = [(k, v) for k, v in request.query_params.multi_items() if k != "page"]
+    return f"{request.url.path}?{urlencode([*kept, ('page', str(page))])}"
+
+
 def register(app: FastAPI) -> None:
     @app.get("/changes", response_class=HTMLResponse, include_in_schema=False)
     def changes_page(
@@ -90,14 +99,19 @@ def register(app: FastAPI) -> None:
         kind: Annotated[list[str] | None, Query(description="change kinds to list; repeat for several")] = None,
         repo: Annotated[str, Query(max_length=200)] = "",
         limit: Annotated[int, Query(ge=1, le=5000)] = DEFAULT_LIMIT,
+        page: Annotated[int, Query(ge=1, le=100_000, description="which page of `limit` changes")] = 1,
     ) -> HTMLResponse:
         filters = ChangeFilters(_checked(state or [], TRIAGE_STATES, "state"),
                                 _checked(kind or [], CHANGE_KINDS, "kind"), repo)
         counts = state_counts(session, filters)
-        rows = change_rows(session, filters, limit)
+        total = sum(counts[s] for s in (filters.states or TRIAGE_STATES))
+        rows = change_rows(session, filters, limit, (page - 1) * limit)
+        pages = max(1, -(-total // limit))
         return TEMPLATES.TemplateResponse(request, "changes.html", {
-            "rows": rows, "filters": filters, "counts": counts, "limit": limit,
-            "total": sum(counts[s] for s in (filters.states or TRIAGE_STATES)),
+            "rows": rows, "filters": filters, "counts": counts, "limit": limit, "total": total,
+            "page": page, "pages": pages, "first": (page - 1) * limit + 1,
+            "earlier": _page_url(request, page - 1) if page > 1 else "",
+            "later": _page_url(request, page + 1) if page < pages else "",
             "states": TRIAGE_STATES, "kinds": CHANGE_KINDS,
             "repositories": list(session.exec(select(Repository.full_name).order_by(col(Repository.full_name))).all()),
             "writes_enabled": bool(get_settings().api_token),

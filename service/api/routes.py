@@ -139,9 +139,20 @@ def _benchmark(session: SessionDep, benchmark_id: int) -> Benchmark:
     return benchmark
 
 
+CHANGES_PAGE = 1000
+
+
 @router.get("/changes", responses=NOT_FOUND)
-def list_changes(session: SessionDep, repo: RepoQuery = None) -> list[dict[str, Any]]:
-    return queries.change_rows(session, _repository_id(session, repo))
+def list_changes(response: Response, session: SessionDep, repo: RepoQuery = None,
+                 after: Annotated[int, Query(ge=0, le=ROW_ID_MAX, description="list changes with a larger id")] = 0,
+                 limit: Annotated[int, Query(ge=1, le=10_000)] = CHANGES_PAGE) -> list[dict[str, Any]]:
+    """Confirmed changes, oldest first, a page at a time: a full page carries a ``Link: <…>; rel="next"``
+    header (as GitHub's API does) whose URL lists the changes after it."""
+    rows = queries.change_rows(session, _repository_id(session, repo), after=after, limit=limit)
+    if len(rows) == limit:
+        kept = {"repo": repo} if repo else {}
+        response.headers["Link"] = f'</api/changes?{urlencode({**kept, "after": rows[-1]["id"], "limit": limit})}>; rel="next"'
+    return rows
 
 
 class TriageRequest(BaseModel):
@@ -163,7 +174,7 @@ def triage_change(change_id: RowId, body: TriageRequest, session: SessionDep, ac
     except TriageError as exc:
         raise HTTPException(422, str(exc)) from exc
     session.commit()
-    return next(row for row in queries.change_rows(session, change.repository_id) if row["id"] == change_id)
+    return queries.change_rows(session, change_id=change_id)[0]
 
 
 @router.get("/comparisons/{comparison_id}", responses=NOT_FOUND)

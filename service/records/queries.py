@@ -22,11 +22,14 @@ def _title(message: str | None) -> str:
 # ~100 ms constructing 6,000 objects, and Measurement.samples (a JSON list) was parsed unread.
 
 
-def change_rows(session: Session, repository_id: int | None = None) -> list[dict[str, Any]]:
-    """Changes in the ``regressions --format json`` contract (DESIGN §4).
+def change_rows(session: Session, repository_id: int | None = None, *, after: int = 0,
+                limit: int | None = None, change_id: int | None = None) -> list[dict[str, Any]]:
+    """Changes in the ``regressions --format json`` contract (DESIGN §4), oldest first.
 
     One query: the benchmark and first bad commit come from outer joins, not a ``session.get``
-    per change (two round trips each, ~900 on a repository with 450 changes).
+    per change (two round trips each, ~900 on a repository with 450 changes). ``after`` and
+    ``limit`` read one page by id (the primary key's index, however many changes there are);
+    ``change_id`` reads one change.
     """
     query = (
         sa_select(col(Change.id), col(Repository.full_name), col(Benchmark.name), col(Benchmark.device_class),
@@ -42,6 +45,12 @@ def change_rows(session: Session, repository_id: int | None = None) -> list[dict
     )
     if repository_id is not None:
         query = query.where(col(Change.repository_id) == repository_id)
+    if change_id is not None:
+        query = query.where(col(Change.id) == change_id)
+    if after:
+        query = query.where(col(Change.id) > after)
+    if limit is not None:
+        query = query.limit(limit)
     return [
         {
             "id": row.id,
