@@ -364,7 +364,7 @@ def test_changes_filters_and_bad_params(client: TestClient, ids: dict[str, Any])
     assert listed(limit=1) == [changes["regression"]]
     # Pages of ``limit``: together they list every change once, in the order of the whole listing.
     everything = listed(limit=1000)
-    paged = [i for page in range(1, len(everything) + 2) for i in listed(limit=2, page=page)]
+    paged = [i for number in range(1, len(everything) + 2) for i in listed(limit=2, page=number)]
     assert paged == everything and len(everything) >= 3
     second = client.get("/changes", params={"limit": 2, "page": 2, "kind": ""}).text
     assert 'id="page-earlier" href="/changes?limit=2&amp;kind=&amp;page=1"' in second

@@ -12,8 +12,8 @@ so this page itself needs no authentication and never sees it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import urlencode
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse
