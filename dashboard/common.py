@@ -14,6 +14,7 @@ from roofwatch.dashboard.escaping import script_json
 from roofwatch.dashboard.figures import PLOT_CONFIG
 from roofwatch.dashboard.metrics import human
 from roofwatch.service.api.security_headers import csp_nonce
+from roofwatch.service.core.units import change_text, interval_text
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
@@ -37,6 +38,9 @@ TEMPLATES.env.globals["plotly_style_ids"] = plotly_style_ids(PLOTLY_JS.read_text
 TEMPLATES.env.filters["seconds"] = lambda value: human("time", value)
 TEMPLATES.env.filters["bandwidth"] = lambda value: human("bytes", value)
 TEMPLATES.env.filters["flop_rate"] = lambda value: human("flops", value)
+# A detected change in the metric its benchmark's chart plots, with that line's sign.
+TEMPLATES.env.globals["change_said"] = change_text
+TEMPLATES.env.globals["interval_said"] = interval_text
 
 
 def chart_json(figure: dict[str, Any]) -> Markup:

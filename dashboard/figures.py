@@ -13,6 +13,7 @@ from markupsafe import Markup
 from roofwatch.dashboard.downsampling import downsample
 from roofwatch.dashboard.escaping import plotly_text
 from roofwatch.dashboard.metrics import Metric
+from roofwatch.service.core.units import change_text
 
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
 
@@ -127,8 +128,11 @@ def _series_traces(s: Series, x_of: dict[int, int], keep_commits: set[int], metr
     return traces, Drawn(s.name, len(shown), len(s.points))
 
 
-def _change_label(change: dict[str, Any], devices: int) -> str:
-    pct = "" if change["change_pct"] is None else f" {change['change_pct']:+.1f}%"
+def _change_label(change: dict[str, Any], devices: int, metric: Metric) -> str:
+    # In the metric the chart plots: a regression of a bandwidth line reads "bandwidth −50.1 %",
+    # the way the line moves, never the "+100 %" of its time.
+    said = change_text(change["change_pct"], metric.kind)
+    pct = f" {said}" if said else ""
     where = f" on {change['device_class']}" if devices > 1 else ""
     state = f" · {change['state']}" if change["state"] in TRIAGED else ""
     return f"{change['kind']}{pct}{where}{state}"
@@ -148,7 +152,7 @@ def _change_marks(series: Sequence[Series], changes: Sequence[dict[str, Any]], x
             continue
         color = CHANGE_COLORS.get(change["kind"], "#555")
         triaged = change["state"] in TRIAGED
-        label = _change_label(change, devices)
+        label = _change_label(change, devices, metric)
         shapes.append({"type": "line", "x0": x, "x1": x, "xref": "x", "y0": 0, "y1": 1, "yref": "paper",
                        "line": {"color": color, "width": 1, "dash": "dot" if triaged else "dash"},
                        "opacity": 0.5 if triaged else 0.9})

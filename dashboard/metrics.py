@@ -14,13 +14,10 @@ from typing import Any, Literal
 
 from roofwatch.service.analysis import abtest
 from roofwatch.service.core.models import Benchmark
+from roofwatch.service.core.units import metric_kind
 
 Kind = Literal["flops", "bytes", "time", "raw"]
 
-# Below ~10 FLOP/byte a kernel is memory-bound on every current GPU (ridge points run from ~10
-# FLOP/byte for fp32 to ~300 for bf16 tensor cores), so bandwidth is the number that says how good
-# it is; above, FLOP/s is.
-MEMORY_BOUND_INTENSITY = 10.0
 # The trend compares the latest value with the median of this many before it.
 TREND_WINDOW = 10
 # A trend is coloured only for a detected change, or when it stands this far beyond the series'
@@ -55,15 +52,7 @@ class Metric:
 
 
 def kind_of(benchmark: Benchmark) -> Kind:
-    if benchmark.unit != "s":
-        return "raw"
-    if benchmark.flops and benchmark.bytes:
-        return "flops" if benchmark.flops / benchmark.bytes >= MEMORY_BOUND_INTENSITY else "bytes"
-    if benchmark.flops:
-        return "flops"
-    if benchmark.bytes:
-        return "bytes"
-    return "time"
+    return metric_kind(benchmark.unit, benchmark.flops, benchmark.bytes)  # type: ignore[return-value]
 
 
 def work_of(benchmark: Benchmark, kind: Kind, fallback: Benchmark | None = None) -> float | None:
@@ -148,7 +137,7 @@ class TrendView:
 
 def trend_view(delta_pct: float | None, noise: float | None, history: int, higher_better: bool,
                detected: str | None = None) -> TrendView:
-    """Red or green only for a detected change (``detected``: its kind) or a move far beyond noise.
+    """Red or green only for a confirmed change (``detected``: its kind); a move far beyond noise is bold.
 
     ``history`` is how many values precede the latest one. Everything else is grey: a move of
     noise size says nothing, and colouring it teaches readers to ignore the colour.
@@ -167,8 +156,10 @@ def trend_view(delta_pct: float | None, noise: float | None, history: int, highe
         return TrendView("muted", "too few earlier values to tell this from noise")
     if abs(delta_pct) <= threshold:
         return TrendView("muted", f"within noise: the series varies ±{noise:.1f}% run to run")
-    return TrendView("dir-regression" if worse else "dir-improvement",
-                     f"beyond {TREND_NOISE_MULTIPLE:g} × the series' noise (±{noise:.1f}%); not confirmed yet")
+    # Far beyond noise but not a confirmed change: shown in bold, never red or green. Colour says
+    # "roofwatch confirmed this"; until an A/B has, the move is a reason to look, not a verdict.
+    return TrendView("unconfirmed", f"beyond {TREND_NOISE_MULTIPLE:g} × the series' noise (±{noise:.1f}%); "
+                     "not confirmed yet, so not coloured")
 
 
 def judgeable(noise_pct: float | None, rounds: int) -> dict[str, Any] | None:

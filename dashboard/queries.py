@@ -19,6 +19,7 @@ from sqlmodel import Session, col, select
 
 from roofwatch.dashboard.filters import Filters
 from roofwatch.service.core.models import Benchmark, Change, Commit, Measurement, Repository, Run
+from roofwatch.service.core.units import metric_kind
 from roofwatch.service.records.changes import shown
 
 OPEN_STATES = ("new", "acknowledged")
@@ -249,26 +250,36 @@ def alternatives(session: Session, benchmark: Benchmark) -> list[Benchmark]:
 def series_changes(session: Session, benchmark_ids: Iterable[int]) -> list[dict[str, Any]]:
     """Confirmed changes of these benchmarks, with their first bad commit when known (candidates and
     rejected sightings stay internal, as everywhere else on the dashboard)."""
-    query = (sa_select(Change, col(Benchmark.device_class), col(Commit.sha))
+    query = (sa_select(Change, col(Benchmark.device_class), col(Commit.sha), *METRIC_COLUMNS)
              .join(Benchmark, col(Change.benchmark_id) == col(Benchmark.id))
              .outerjoin(Commit, col(Change.first_bad_commit_id) == col(Commit.id))
              .where(col(Change.benchmark_id).in_(list(benchmark_ids)), shown()).order_by(col(Change.id)))
-    return [_change_row(change, device_class, sha) for change, device_class, sha in session.execute(query)]
+    return [_change_row(change, device_class, sha, metric_of(*work))
+            for change, device_class, sha, *work in session.execute(query)]
 
 
-def _change_row(change: Change, device_class: str | None, sha: str | None) -> dict[str, Any]:
+# What decides the metric a change is said in (``units.metric_kind``); outer-joined, so None for a test.
+METRIC_COLUMNS = (col(Benchmark.unit), col(Benchmark.flops), col(Benchmark.bytes))
+
+
+def metric_of(unit: str | None, flops: float | None, bytes_moved: float | None) -> str | None:
+    """The kind of metric the benchmark's chart plots; None for a correctness change (no benchmark)."""
+    return None if unit is None else metric_kind(unit, flops, bytes_moved)
+
+
+def _change_row(change: Change, device_class: str | None, sha: str | None, kind: str | None) -> dict[str, Any]:
     return {
         "id": change.id, "benchmark_id": change.benchmark_id, "kind": change.kind, "state": change.state,
         "commit_id": change.first_bad_commit_id, "commit": sha,
         "range": None if sha else f"{change.range_start_sha or ''}..{change.range_end_sha or ''}",
         "change_pct": change.change_pct, "ci_low": change.ci_low, "ci_high": change.ci_high,
-        "device_class": device_class, "test_id": change.test_id, "suite": change.suite,
+        "device_class": device_class, "test_id": change.test_id, "suite": change.suite, "metric_kind": kind,
     }
 
 
 def _open_changes_query(filters: Filters) -> Any:
     query = (sa_select(Change, col(Repository.full_name), col(Benchmark.name), col(Benchmark.device_class),
-                        col(Commit.sha))
+                        col(Commit.sha), *METRIC_COLUMNS)
              .join(Repository, col(Change.repository_id) == col(Repository.id))
              .outerjoin(Benchmark, col(Change.benchmark_id) == col(Benchmark.id))
              .outerjoin(Commit, col(Change.first_bad_commit_id) == col(Commit.id))
@@ -287,9 +298,9 @@ def open_changes(session: Session, filters: Filters, limit: int) -> tuple[list[d
     query = _open_changes_query(filters)
     total = session.execute(sa_select(func.count()).select_from(query.subquery())).scalar_one()
     rows = []
-    for change, repository, name, device_class, sha in session.execute(
+    for change, repository, name, device_class, sha, *work in session.execute(
             query.order_by(col(Change.id).desc()).limit(limit)):
-        row = _change_row(change, device_class, sha)
+        row = _change_row(change, device_class, sha, metric_of(*work))
         row.update(repository=repository, benchmark=name or change.test_id or "")
         rows.append(row)
     return rows, int(total)

@@ -14,6 +14,8 @@ export ROOFWATCH_SUITE_PYTEST_ADDOPTS=${ROOFWATCH_SUITE_PYTEST_ADDOPTS:-"-p no:s
 
 PORT=${ROOFWATCH_PORT:-8000}
 URL="http://127.0.0.1:${PORT}/"
+# Every link the CLI prints (compare's page, a run's) points at the dashboard this script serves.
+export ROOFWATCH_PUBLIC_URL=${ROOFWATCH_PUBLIC_URL:-"http://127.0.0.1:${PORT}"}
 serve() {
     if command -v xdg-open >/dev/null 2>&1 && [ -n "${DISPLAY:-}" ]; then
         (sleep 2 && xdg-open "$URL" >/dev/null 2>&1) &

@@ -178,9 +178,11 @@ def test_trend_and_units() -> None:
     assert trend_pct([1.0]) is None
 
     # Coloured only beyond max(5 %, 4 × noise) with five earlier values, or for a detected change.
-    assert trend_view(-30.0, 2.0, 10, higher_better=True).css == "dir-regression"
-    assert trend_view(30.0, 2.0, 10, higher_better=False).css == "dir-regression"
-    assert trend_view(30.0, 2.0, 10, higher_better=True).css == "dir-improvement"
+    # Far beyond noise without a confirmed change: bold, never red or green.
+    assert trend_view(-30.0, 2.0, 10, higher_better=True).css == "unconfirmed"
+    assert trend_view(30.0, 2.0, 10, higher_better=False).css == "unconfirmed"
+    assert trend_view(30.0, 2.0, 10, higher_better=True).css == "unconfirmed"
+    assert "not confirmed yet" in trend_view(30.0, 2.0, 10, higher_better=True).why
     assert trend_view(-17.0, 5.0, 10, higher_better=True).css == "muted"  # a ±17 % move in a ±5 % series
     assert "±5.0%" in trend_view(-17.0, 5.0, 10, higher_better=True).why
     assert trend_view(4.0, 0.1, 10, higher_better=False).css == "muted"  # under the 5 % floor
@@ -283,7 +285,7 @@ def _softmax_row(client: TestClient, impl: str) -> str:
                                       "benchmarks") if f"[{impl}-" in r)
 
 
-def test_overview_trend_is_grey_within_noise_and_coloured_far_beyond_it(synthetic_app) -> None:  # type: ignore[no-untyped-def]
+def test_overview_trend_is_grey_within_noise_and_bold_but_uncoloured_far_beyond_it(synthetic_app) -> None:  # type: ignore[no-untyped-def]
     client = TestClient(synthetic_app)
     torch = _benchmark_id(client, "test_softmax[torch-4096]", H200, impl="torch")  # a series without any change
     row = _softmax_row(client, "torch")  # the synthetic history's own wobble: grey, with the series' noise beside it
@@ -292,7 +294,7 @@ def test_overview_trend_is_grey_within_noise_and_coloured_far_beyond_it(syntheti
     assert 'class="muted trend"' in _softmax_row(client, "torch")
     _slow_down_latest(torch, 1.25 / 1.03)  # the latest commit 25 % slower, unconfirmed but far beyond noise
     row = _softmax_row(client, "torch")
-    assert 'class="dir-regression trend"' in row and ">-20.0%" in row and "not confirmed yet" in row
+    assert 'class="unconfirmed trend"' in row and ">-20.0%" in row and "not confirmed yet" in row
     assert 'class="noise"' not in row
 
 

@@ -325,7 +325,9 @@ def test_changes_lists_open_ones_first_with_actions(client: TestClient, ids: dic
     assert listed == [changes["regression"], changes["improvement"], changes["drift"], changes["failure"]]
     row = response.text.split(f'id="change-{changes["regression"]}"')[1].split("</tr>")[0]
     assert f'href="/benchmarks/{ids["softmax"]}"' in row and f'href="/runs/{ids["runs"][3]}"' in row
-    assert "+30.0" in row and "[+25.0, +35.0]" in row and "0.001" in row and ids["shas"][3][:12] in row
+    # Said in the metric softmax is plotted in (bandwidth: 1.25 FLOP/byte), with the line's sign:
+    # its time +30 % [+25, +35] is bandwidth −23.1 % [−25.9, −20.0].
+    assert "bandwidth −23.1 %" in row and "[−25.9, −20.0]" in row and "0.001" in row and ids["shas"][3][:12] in row
     assert re.findall(r'data-state="(\w+)"', row)[1:] == ["acknowledged", "expected", "invalid", "fixed", "new"]
     assert 'data-state="new" disabled' in row  # the current state is not offered again
     # The token lives in sessionStorage and is sent as a bearer header, never in a URL or a cookie.

@@ -22,6 +22,7 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from roofwatch.dashboard.common import TEMPLATES
+from roofwatch.dashboard.queries import METRIC_COLUMNS, metric_of
 from roofwatch.service.api.deps import SessionDep
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.models import CHANGE_KINDS, TRIAGE_STATES, Benchmark, Change, Commit, Repository
@@ -64,7 +65,7 @@ def change_rows(session: Session, filters: ChangeFilters, limit: int, offset: in
     """One page of the filtered changes with their repository, benchmark and first bad commit, in one query."""
     rank = case({state: i for i, state in enumerate(OPEN_STATES)}, value=col(Change.state), else_=len(OPEN_STATES))
     query = (sa_select(Change, col(Repository.full_name), col(Benchmark.name), col(Benchmark.device_class),
-                       col(Benchmark.shape), col(Benchmark.dtype), col(Commit.sha))
+                       col(Benchmark.shape), col(Benchmark.dtype), col(Commit.sha), *METRIC_COLUMNS)
              .join(Repository, col(Repository.id) == col(Change.repository_id))
              .outerjoin(Benchmark, col(Benchmark.id) == col(Change.benchmark_id))
              .outerjoin(Commit, col(Commit.id) == col(Change.first_bad_commit_id))
@@ -73,8 +74,8 @@ def change_rows(session: Session, filters: ChangeFilters, limit: int, offset: in
     return [{
         "change": change, "repository": repository, "benchmark": name or change.test_id or "",
         "device_class": device_class, "shape": shape, "dtype": dtype, "commit": sha,
-        "history": list(change.details.get("triage", [])),
-    } for change, repository, name, device_class, shape, dtype, sha in session.execute(query).all()]
+        "history": list(change.details.get("triage", [])), "metric_kind": metric_of(*work),
+    } for change, repository, name, device_class, shape, dtype, sha, *work in session.execute(query).all()]
 
 
 def state_counts(session: Session, filters: ChangeFilters) -> dict[str, int]:

@@ -8,6 +8,8 @@ the embedded default, through the ``ingest`` queue with a broker.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -76,6 +78,28 @@ def store(console: Console, info: DeviceInfo, calibration: Calibration) -> None:
         console.print(f"stored as measured peaks of device {sent.get()}")
     else:
         console.print("sent to the ingest queue (roofwatch.register_device)")
+
+
+def modelled_device_of(repo: str) -> str | None:
+    """The device a local repository's checked-out ``pyproject.toml`` models (``[tool.roofwatch.device]``), if any.
+
+    Its runs are held to the model's roofs, so measuring this host's would be time spent on roofs
+    nothing is held to. A repository named rather than given as a path, or whose file does not
+    parse, is calibrated as usual: the run reports what is wrong with its file.
+    """
+    from roofwatch.workers import modelled_device
+    from roofwatch.workers.errors import SuiteConfigError
+    from roofwatch.workers.suite_config import read_pyproject
+
+    tree = Path(repo).expanduser()
+    if not tree.is_dir():
+        return None
+    try:
+        data = read_pyproject(tree)
+        model = modelled_device.declared(data) if data is not None else None
+    except SuiteConfigError:
+        return None
+    return model.device_class if model else None
 
 
 def calibrate_first_time(info: DeviceInfo, console: Console) -> None:

@@ -22,6 +22,7 @@ from roofwatch.service.core.errors import RoofwatchError
 from roofwatch.service.core.keys import comparison_key, comparison_key_prefix, next_attempt
 from roofwatch.service.core.links import compare_url
 from roofwatch.service.core.models import Comparison, Repository
+from roofwatch.service.core.units import seconds
 from roofwatch.service.records.comparisons import ab_job_for, comparison_report, create_comparison
 from roofwatch.service.records.repositories import mirror_and_source, resolve_repository
 from roofwatch.service.records.runs import upsert_commit
@@ -107,6 +108,14 @@ def _fmt(value: float | None, spec: str) -> str:
     return "" if value is None or (isinstance(value, float) and math.isinf(value)) else format(value, spec)
 
 
+def _value(row: dict[str, Any], key: str) -> str:
+    """A median in the unit that reads best ("4.19 ms"), or with the benchmark's own unit."""
+    value = row[key]
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return ""
+    return seconds(value) if row.get("unit", "s") == "s" else f"{value:.4g} {escape(str(row.get('unit') or ''))}".strip()
+
+
 STYLE = {"regression": "red", "improvement": "green", "inconclusive": "yellow", "none": "dim"}
 
 
@@ -115,7 +124,7 @@ def render(console: Console, data: dict[str, Any]) -> None:
     for row in data["benchmarks"]:
         style = STYLE.get(row["direction"], "")
         table.add_row(  # parametrized names ("test_matmul[naive]") are text, not Rich markup
-            escape(row["benchmark"]), _fmt(row["base_median"], ".4g"), _fmt(row["head_median"], ".4g"),
+            escape(row["benchmark"]), _value(row, "base_median"), _value(row, "head_median"),
             _fmt(row["change_pct"], "+.2f"), f"[{_fmt(row['ci_low'], '+.1f')}, {_fmt(row['ci_high'], '+.1f')}]",
             "±" + _fmt(row.get("noise_pct"), ".1f") + "%", "±" + _fmt(row["threshold_pct"], ".1f") + "%",
             f"[{style}]{row['direction']}[/]",

@@ -184,10 +184,15 @@ def run(
         _fail(f"--format must be table or json, not {format_!r}")
     prepare_database()
     if calibrate_first and get_settings().embedded:
-        from roofwatch.service.cli.calibration import calibrate_first_time
+        from roofwatch.service.cli.calibration import calibrate_first_time, modelled_device_of
         from roofwatch.workers.device import probe
 
-        calibrate_first_time(probe(), err if format_ == "json" else console)
+        model = modelled_device_of(repo)
+        if model is None:
+            calibrate_first_time(probe(), err if format_ == "json" else console)
+        else:  # its runs are held to the roofs it declares: this host's would go unused
+            (err if format_ == "json" else console).print(
+                f"{inert(repo)} declares the device its kernels are timed on ({inert(model)}): no calibration")
     request = RunRequest(repo=repo, revs=rev or [], range_spec=range_, last=last, force=force,
                          wait=wait, device_class=device_class, suites_file=suites, suites_from=suites_from)
     code = execute(request, err, report=write_json) if format_ == "json" else execute(request, console)
@@ -314,11 +319,14 @@ def regressions(
     if format_ == "json":
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
-    table = Table("id", "benchmark / test", "suite", "kind", "commit", "Δ %", "interval", "p", "state")
+    # Said in the metric the dashboard plots (bandwidth, throughput or time), with its sign: the
+    # way the benchmark's line moved.
+    table = Table("id", "benchmark / test", "suite", "kind", "commit", "change", "interval", "p", "state")
     for row in rows:
         commit = (row["commit"] or f"{row['range'] or '?'}")[:19]
-        pct = "" if row["change_pct"] is None else f"{row['change_pct']:+.1f}"
-        interval = "" if row["ci_low"] is None else f"[{row['ci_low']:+.1f}, {row['ci_high']:+.1f}]"
+        pct = "" if row["metric_change_pct"] is None else \
+            f"{row['metric']} {row['metric_change_pct']:+.1f} %".replace("-", "−")
+        interval = "" if not row["metric_ci"] else f"[{row['metric_ci'][0]:+.1f}, {row['metric_ci'][1]:+.1f}]"
         p = "" if row["p_value"] is None else f"{row['p_value']:.2g}"
         table.add_row(str(row["id"]), inert(row["benchmark"]), inert(row["suite"]), inert(row["kind"]), inert(commit),
                       pct, interval, p, inert(row["state"]))

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeGuard
 
 from roofwatch.service.analysis.abtest import MIN_ROUNDS
+from roofwatch.service.core.units import seconds
 from roofwatch.service.github.compiled_section import render_compiled
 
 MARKER = "<!-- roofwatch:pull-request-report -->"  # hidden marker by which the comment is found again and edited
@@ -459,28 +460,9 @@ def _value(row: dict[str, Any], key: str) -> str:
     if not _finite(value):
         return DASH
     if unit == "s":
-        return _seconds(value)
+        return seconds(value)
     number = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
     return _cell(f"{number} {_one_line(unit)}".strip())
-
-
-def _seconds(value: float) -> str:
-    if abs(value) >= 1000:
-        return f"{value:,.0f} s"
-    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")):
-        # Rounded before choosing the unit, so 999.7 µs reads "1 ms", not "1e+03 µs".
-        scaled = float(f"{value / scale:.3g}")
-        if abs(scaled) >= 1 or unit == "ns":
-            return f"{_significant_digits(scaled, 3)} {unit}"
-    raise AssertionError("unreachable")
-
-
-def _significant_digits(value: float, digits: int) -> str:
-    """``value`` with ``digits`` significant digits, trailing zeros kept: 25.0 and 23.5 line up, 25 would not."""
-    if value == 0:
-        return "0"
-    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
-    return f"{value:.{decimals}f}"
 
 
 def _pct(value: Any) -> str:

@@ -10,6 +10,7 @@ from sqlalchemy.orm import aliased
 from sqlmodel import Session, col, select
 
 from roofwatch.service.core.models import Benchmark, Change, Commit, Comparison, Device, Measurement, Repository, Run
+from roofwatch.service.core.units import METRIC_NAMES, change_in_metric, metric_kind
 from roofwatch.service.records.changes import shown
 
 
@@ -36,7 +37,7 @@ def change_rows(session: Session, repository_id: int | None = None, *, after: in
                   col(Commit.sha), col(Change.test_id), col(Change.suite), col(Change.kind),
                   col(Change.range_start_sha), col(Change.range_end_sha), col(Change.change_pct),
                   col(Change.ci_low), col(Change.ci_high), col(Change.p_value), col(Change.state),
-                  col(Change.details))
+                  col(Change.details), col(Benchmark.unit), col(Benchmark.flops), col(Benchmark.bytes))
         .join(Repository, col(Change.repository_id) == col(Repository.id))
         .outerjoin(Benchmark, col(Change.benchmark_id) == col(Benchmark.id))
         .outerjoin(Commit, col(Change.first_bad_commit_id) == col(Commit.id))
@@ -67,9 +68,21 @@ def change_rows(session: Session, repository_id: int | None = None, *, after: in
             "state": row.state,
             "device_class": row.device_class,
             "details": row.details,
+            **_in_metric(row),
         }
         for row in session.execute(query)
     ]
+
+
+def _in_metric(row: Any) -> dict[str, Any]:
+    """The change said in the metric the dashboard plots its benchmark in (``metric``: throughput,
+    bandwidth, time or value), so a regression of a bandwidth line reads as the line moves: down."""
+    if row.unit is None:  # a correctness change: no benchmark, no metric
+        return {"metric": None, "metric_change_pct": None, "metric_ci": None}
+    kind = metric_kind(row.unit, row.flops, row.bytes)
+    bounds = [change_in_metric(row.ci_low, kind), change_in_metric(row.ci_high, kind)]
+    return {"metric": METRIC_NAMES[kind], "metric_change_pct": change_in_metric(row.change_pct, kind),
+            "metric_ci": sorted(b for b in bounds if b is not None) if None not in bounds else None}
 
 
 SERIES_PAGE = 1_000  # points per page of the series API unless asked otherwise
