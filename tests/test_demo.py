@@ -183,7 +183,7 @@ def test_demo_dashboard_shows_the_changes_and_the_pull_request_comment(  # type:
     # The demo's kernels are held to the roofs of the device they are timed on, not the host's.
     source = page.locator("#roof-source")
     assert source.get_attribute("class") == "roof-modelled"
-    assert "0.25 GB/s" in source.inner_text()
+    assert "250 MB/s" in source.inner_text()
     page.screenshot(path=str(ARTIFACTS / "demo-roofline.png"), full_page=True)
 
     page.goto(served + f"/compare/{demo['compared_id']}")
