@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from sample_repo import build_history
+from sample_repo import build_history, commit, init
 from tests_support import roofwatch
 
 from roofwatch.service.core.db import session_scope
@@ -31,6 +31,48 @@ def test_a_missing_sandbox_stops_run_before_any_commit_is_checked_out(tmp_path: 
     assert not (tmp_path / "data" / "worktrees").exists() or not any((tmp_path / "data" / "worktrees").iterdir())
     with sqlite3.connect(tmp_path / "data" / "roofwatch.db") as db:
         assert db.execute("SELECT count(*) FROM run").fetchone() == (0,)
+
+
+GPU_SUITE = ('[[tool.roofwatch.suites]]\nname = "cuda-benchmarks"\nkind = "benchmark"\n'
+             'command = "python -m pytest bench -q"\ngpu = true\n')
+
+
+def test_a_suite_that_needs_a_gpu_stops_run_on_a_host_without_one_before_any_checkout(tmp_path: Path) -> None:
+    from roofwatch.workers import prerequisites
+
+    if prerequisites.gpu().ok:
+        pytest.skip("this host has a GPU: the suite could run")
+    repo = tmp_path / "kernels"
+    init(repo)
+    commit(repo, "CUDA kernels", {"pyproject.toml": GPU_SUITE, "bench/test_k.py": "def test_k():\n    pass\n"}, 1)
+    env = {"ROOFWATCH_DATA_DIR": str(tmp_path / "data")}
+
+    done = roofwatch(["run", "--repo", str(repo), "--last", "1"], env, check=False)
+
+    assert done.returncode == 2, done.stdout
+    assert "GPU for suite(s) cuda-benchmarks (gpu = true)" in done.stdout
+    assert "fix: run on a host with an NVIDIA GPU" in done.stdout and "nothing was checked out" in done.stdout
+    with sqlite3.connect(tmp_path / "data" / "roofwatch.db") as db:
+        assert db.execute("SELECT count(*) FROM run").fetchone() == (0,)
+
+
+def test_a_gpu_suite_reached_on_a_host_without_a_gpu_errors_with_that_reason(tmp_path: Path) -> None:
+    """A worker (or a run whose suites changed after the check) never starts such a suite."""
+    from roofwatch.workers import prerequisites
+    from roofwatch.workers.envelope import DeviceInfo
+    from roofwatch.workers.runner import Job, run_job
+
+    if prerequisites.gpu().ok:
+        pytest.skip("this host has a GPU: the suite could run")
+    repo = tmp_path / "kernels"
+    init(repo)
+    sha = commit(repo, "CUDA kernels", {"pyproject.toml": GPU_SUITE}, 1)
+    job = Job(run_id=1, idempotency_key="k", repository="acme/cuda", clone_url=str(repo), sha=sha,
+              data_dir=str(tmp_path / "data"))
+    envelope = run_job(job, DeviceInfo(device_class="CPU test", fingerprint="t"))
+    [suite] = envelope.suites
+    assert (envelope.status, suite.status) == ("errored", "errored")
+    assert suite.reason.startswith("the suite needs a GPU (gpu = true) and this host has none")
 
 
 def test_doctor_lists_what_the_machine_has_and_the_fix_for_what_it_lacks(tmp_path: Path) -> None:

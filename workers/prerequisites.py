@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from dataclasses import dataclass
+from functools import lru_cache
 
 from roofwatch.workers import bubblewrap
 from roofwatch.workers.errors import SandboxUnavailable
@@ -67,6 +68,7 @@ def nvml() -> Prerequisite:
     return Prerequisite("NVML", True, f"driver {driver!s}, {count} GPU(s)")
 
 
+@lru_cache(maxsize=1)
 def gpu() -> Prerequisite:
     """A CUDA device torch can use (kernels run on it; without one they run on the CPU or interpreter)."""
     try:
@@ -87,3 +89,12 @@ def for_running(settings: WorkerSettings) -> list[Prerequisite]:
 
 def missing(checks: list[Prerequisite]) -> list[Prerequisite]:
     return [check for check in checks if check.blocking and not check.ok]
+
+
+def for_suites(needing_gpu: list[str]) -> list[Prerequisite]:
+    """A GPU, blocking, when any of the suites about to run says it needs one (``gpu = true``)."""
+    if not needing_gpu:
+        return []
+    found = gpu()
+    return [Prerequisite(f"GPU for suite(s) {', '.join(needing_gpu)} (gpu = true)", found.ok, found.found,
+                         found.fix, blocking=True)]

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from roofwatch.workers import bubblewrap, checkout, modelled_device, sandbox
+from roofwatch.workers import bubblewrap, checkout, modelled_device, prerequisites, sandbox
 from roofwatch.workers.compiled.artifacts_file import failure_summary, parse_compiled_json
 from roofwatch.workers.compiled.install import PLUGIN, install_plugin, with_plugin_path
 from roofwatch.workers.device import probe
@@ -206,6 +206,9 @@ def run_suite(spec: SuiteSpec, tree: Path, data_dir: Path, job: SuiteLimits,
 
 
 def _setup_and_execute(spec: SuiteSpec, tree: Path, data_dir: Path, job: SuiteLimits) -> SuiteResult:
+    if spec.gpu and not (found := prerequisites.gpu()).ok:
+        return SuiteResult(name=spec.name, kind=spec.kind, status="errored",
+                           reason=f"the suite needs a GPU (gpu = true) and this host has none: {found.found}")
     refusal = sandbox_refusal()
     cache, setup_error = (None, refusal) if refusal else _run_setup(spec, tree, data_dir, job)
     if setup_error:

@@ -40,6 +40,10 @@ class SuiteSpec(BaseModel):
     min_effects: dict[str, float] = Field(default_factory=dict)
     # kind = "compile" only: the GPUs every launched Triton kernel is compiled for.
     targets: list[str] = Field(default_factory=lambda: list(DEFAULT_TARGETS))
+    # The suite needs a CUDA GPU (CUDA kernels, Triton without its interpreter). On a host without
+    # one it errors with that reason before it runs, and `roofwatch run` refuses to start at all,
+    # instead of every commit failing deep inside the suite.
+    gpu: bool = False
 
     @field_validator("targets")
     @classmethod

@@ -31,11 +31,14 @@ from roofwatch.service.flows.measure import job_for, submit
 from roofwatch.service.records.changes import shown
 from roofwatch.service.records.repositories import mirror_and_source, resolve_repository
 from roofwatch.service.records.runs import create_run, earlier_runs, find_commit, measured_on, upsert_commit
+from roofwatch.service.records.suite_configs import current
 from roofwatch.workers import checkout, prerequisites
 from roofwatch.workers.device import probe, queue_name
+from roofwatch.workers.errors import CheckoutError, SuiteConfigError
 from roofwatch.workers.external_suites import parse_suites_file
 from roofwatch.workers.progress import Activity, local_activity
 from roofwatch.workers.redaction import redact
+from roofwatch.workers.suite_config import parse_toml, suites_in
 
 DEFAULT_LAST = 1
 OUTPUT_TAIL_LINES = 15  # of a failed suite's output, printed under the summary
@@ -81,6 +84,24 @@ def one_off_suites(suites_file: Path | None, suites_from: str | None, source_rep
     return fields
 
 
+def gpu_suites(source_repo: Path, sha: str, suites_toml: str) -> list[str]:
+    """The suites that say they need a GPU (``gpu = true``), as the newest commit to run declares them.
+
+    From the suites file that will be used when there is one, else from the commit's own
+    ``pyproject.toml``, read from git without checking anything out. A file that cannot be read
+    here names no suite: the run itself reports what is wrong with it.
+    """
+    try:
+        if suites_toml:
+            specs = parse_suites_file(suites_toml).suites
+        else:
+            text = checkout.git("show", f"{sha}:pyproject.toml", cwd=source_repo, local_files=True)
+            specs = suites_in(parse_toml(text, "pyproject.toml")) or []
+    except (CheckoutError, SuiteConfigError):
+        return []
+    return [spec.name for spec in specs if spec.gpu]
+
+
 def execute(request: RunRequest, console: Console, report: Report | None = None) -> int:
     """Run the request; the process exit code (0 ok, 1 failures or errors, 2 bad input).
 
@@ -101,8 +122,13 @@ def execute(request: RunRequest, console: Console, report: Report | None = None)
         return 2
 
     if settings.embedded:
-        # This process measures: a missing sandbox or git would fail every commit the same way.
-        lacking = prerequisites.missing(prerequisites.for_running(settings))
+        # This process measures: a missing sandbox or git, or a GPU that a suite says it needs,
+        # would fail every commit the same way.
+        with session_scope() as session:
+            stored = current(session, repository.id)  # type: ignore[arg-type]
+            stored_toml = stored.content if stored else ""
+        needing = gpu_suites(source, infos[-1].sha, one_off.get("suites_toml") or stored_toml) if infos else []
+        lacking = prerequisites.missing([*prerequisites.for_running(settings), *prerequisites.for_suites(needing)])
         for check in lacking:
             console.print(f"[bold red]error:[/] {escape(check.name)}: {escape(check.found)}\n  fix: {escape(check.fix)}")
         if lacking:
