@@ -324,3 +324,13 @@ def test_everything_at_once_still_fits() -> None:
     assert "#### 3000 new test failures" in body and "#### Significant changes" in body
     assert "more failures on the dashboard" in body and "All 5000 benchmarks" in body
     assert "#### Fixed (500)" in body and "more tests on the dashboard" in body
+
+
+def test_the_noisiest_benchmark_is_named_as_what_sets_the_smallest_detectable_change() -> None:
+    data = no_change()
+    data["mde_benchmark"] = "test_softmax[4096]"
+    body = render_comment(data, CONTEXT)
+    assert "(on every benchmark, at 80 % power; the noisiest, `test_softmax[4096]`, sets it)" in body
+    alone = report([bench("test_only")], "none")
+    alone["mde_benchmark"] = "test_only"  # one benchmark: nothing to single out
+    assert "(on every benchmark, at 80 % power)." in render_comment(alone, CONTEXT)

@@ -120,13 +120,14 @@ STYLE = {"regression": "red", "improvement": "green", "inconclusive": "yellow", 
 
 
 def render(console: Console, data: dict[str, Any]) -> None:
-    table = Table("benchmark", "base", "head", "Δ %", "interval", "noise", "counts from", "verdict")
+    table = Table("benchmark", "base", "head", "Δ time %", "interval", "noise", "detects", "counts from", "verdict")
     for row in data["benchmarks"]:
         style = STYLE.get(row["direction"], "")
         table.add_row(  # parametrized names ("test_matmul[naive]") are text, not Rich markup
             escape(row["benchmark"]), _value(row, "base_median"), _value(row, "head_median"),
             _fmt(row["change_pct"], "+.2f"), f"[{_fmt(row['ci_low'], '+.1f')}, {_fmt(row['ci_high'], '+.1f')}]",
-            "±" + _fmt(row.get("noise_pct"), ".1f") + "%", "±" + _fmt(row["threshold_pct"], ".1f") + "%",
+            "±" + _fmt(row.get("noise_pct"), ".1f") + "%", "±" + _fmt(row.get("mde_pct"), ".1f") + "%",
+            "±" + _fmt(row["threshold_pct"], ".1f") + "%",
             f"[{style}]{row['direction']}[/]",
         )
     console.print(table)
@@ -145,7 +146,9 @@ def render(console: Console, data: dict[str, Any]) -> None:
     spent = data.get("spent_s")
     budget = data.get("budget_s")
     used = f" in {spent:.0f} s" + (f" of a {budget:.0f} s budget" if budget else "") if spent is not None else ""
+    driver = data.get("mde_benchmark")
     console.print(f"verdict: [bold]{data['verdict']}[/] after {data['rounds']} round(s){used}"
-                  + (f"; smallest detectable change ±{mde}%" if mde else ""))
+                  + (f"; smallest detectable change ±{mde}%" if mde else "")
+                  + (f" (set by the noisiest, {escape(driver)})" if mde and driver and len(data["benchmarks"]) > 1 else ""))
     if data.get("id") is not None:
         console.print(f"dashboard: {compare_url(int(data['id']))}", highlight=False)

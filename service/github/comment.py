@@ -365,7 +365,10 @@ def _mde(view: _View) -> str:
     if view.report.get("purpose") == "upload" and _finite(mde):
         return f"Smallest change this comparison could call: **±{mde:.1f} %** (the largest threshold of any benchmark)."
     if _finite(mde):
-        return f"Smallest change this run could detect: **±{mde:.1f} %** (on every benchmark, at 80 % power)."
+        driver = view.report.get("mde_benchmark")
+        noisiest = f"; the noisiest, {_code(str(driver))}, sets it" if driver and len(view.rows) > 1 else ""
+        return (f"Smallest change this run could detect: **±{mde:.1f} %** (on every benchmark, at 80 % power"
+                f"{noisiest}).")
     if not view.rows:
         return "Smallest change this run could detect: none — no benchmarks were measured."
     return (f"Smallest change this run could detect: none — no benchmark had the {MIN_ROUNDS} paired rounds "
