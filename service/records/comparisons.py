@@ -205,10 +205,10 @@ def comparison_report(session: Session, comparison_id: int,
         "mde_pct": r.mde_pct, "direction": r.direction, "reason": r.reason, "rounds": len(r.base_values),
         "base_roofline": r.base_roofline, "head_roofline": r.head_roofline,
     } for r, b in (results if results is not None else results_of(session, comparison_id))]
-    measured = [r for r in rows if r["mde_pct"] is not None]
+    # The benchmark whose noise sets the headline's smallest detectable change (the largest).
+    measured = [(r["mde_pct"], str(r["benchmark"])) for r in rows if isinstance(r["mde_pct"], float)]
     return {
-        # The benchmark whose noise sets the headline's smallest detectable change (the largest).
-        "mde_benchmark": max(measured, key=lambda r: r["mde_pct"])["benchmark"] if measured else None,
+        "mde_benchmark": max(measured)[1] if measured else None,
         "id": comparison.id, "base": base.sha if base else None, "head": head.sha if head else None,
         "state": comparison.state, "verdict": comparison.verdict, "rounds": comparison.rounds,
         "purpose": comparison.purpose, "device": device.device_class if device else None,
