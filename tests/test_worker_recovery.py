@@ -189,8 +189,9 @@ def test_postgres_outage_during_ingest_is_retried(cluster: Cluster, tmp_path: Pa
     try:
         cluster.submit(repo)
         wait_for(cluster.started, 120, "the suite to start")
-        # The envelope reaches the ingest queue while the database is away for 10 s.
-        proxy.outage(10)
+        # The envelope reaches the ingest queue while the database is away: 10 s at least, and on
+        # until the ingest worker has tried it (a busy host may take longer than 10 s to get there).
+        proxy.outage(10, until_refused=1)
         run_id, state, error = cluster.finished_run()
     finally:
         gpu.stop()

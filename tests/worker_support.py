@@ -125,13 +125,17 @@ class OutageProxy:
         self.target = target
         self.port = free_port()
         self.down = threading.Event()
+        self.refused = 0  # connection attempts refused during the current outage
         self._connections: list[socket.socket] = []
         self._lock = threading.Lock()
         self._listener = socket.create_server(("127.0.0.1", self.port))
         threading.Thread(target=self._accept, daemon=True).start()
 
-    def outage(self, seconds: float) -> None:
-        """Cut every open connection and refuse new ones for ``seconds``."""
+    def outage(self, seconds: float, until_refused: int = 0, timeout: float = 180.0) -> None:
+        """Cut every open connection and refuse new ones for ``seconds``, and on until ``until_refused``
+        connection attempts were refused (or ``timeout``): the outage is then certain to have been met,
+        however long the work before it took on a busy host."""
+        self.refused = 0
         self.down.set()
         with self._lock:
             for conn in self._connections:
@@ -142,12 +146,16 @@ class OutageProxy:
                 conn.close()
             self._connections.clear()
         time.sleep(seconds)
+        deadline = time.monotonic() + timeout
+        while self.refused < until_refused and time.monotonic() < deadline:
+            time.sleep(0.1)
         self.down.clear()
 
     def _accept(self) -> None:
         while True:
             client, _ = self._listener.accept()
             if self.down.is_set():
+                self.refused += 1
                 client.close()
                 continue
             try:
