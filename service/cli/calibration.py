@@ -20,8 +20,8 @@ from roofwatch.workers.calibrate import (
     Calibration,
     drift,
     load_cached,
-    measured_steps,
     peak_rows,
+    steps_for,
     store_cached,
     with_peaks,
 )
@@ -31,13 +31,8 @@ from roofwatch.workers.envelope import DeviceInfo
 
 def measure(info: DeviceInfo, gpu: int | None, console: Console) -> Calibration:
     """Measure the device with a progress bar; raises ``CalibrationError``."""
-    import torch
-
     device = f"cuda:{gpu}" if gpu is not None else None
-    target = torch.device(device) if device else torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    from roofwatch.workers.calibrate import CPU_PLAN, GPU_PLAN
-
-    steps = measured_steps(target, GPU_PLAN if target.type == "cuda" else CPU_PLAN)
+    steps = steps_for(gpu)
     with Progress(TextColumn("calibrating {task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=console, transient=True) as bar:
         task = bar.add_task(info.device_class, total=len(steps))
