@@ -17,11 +17,23 @@ from roofwatch.workers.settings import get_worker_settings
 
 INGEST_QUEUE = "ingest"
 CPU_QUEUE = "cpu"
+# The modules that register tasks, by the side that runs them. A process loads only its own side's:
+# a worker that serves nothing but gpu.* queues runs a stranger's code next to the GPU, and has no
+# business importing the service (its database, its GitHub client) to do it.
+WORKER_TASKS = "roofwatch.workers.tasks"
+SERVICE_TASKS = "roofwatch.service.tasks"
+
+
+def task_modules(queues: list[str]) -> list[str]:
+    """What a worker serving ``queues`` registers: the GPU task always, the service's only off gpu.* queues."""
+    return [WORKER_TASKS] + ([SERVICE_TASKS] if any(not q.startswith("gpu.") for q in queues) else [])
 
 
 def make_app() -> Celery:
     settings = get_worker_settings()
-    app = Celery("roofwatch", include=["roofwatch.workers.tasks", "roofwatch.service.tasks"])
+    # Every side's tasks by default (the API, the CLI, embedded runs, CPU workers); a GPU-only
+    # worker narrows this to its own before it starts (workers/worker.py).
+    app = Celery("roofwatch", include=[WORKER_TASKS, SERVICE_TASKS])
     app.conf.update(
         broker_url=settings.broker_url or "memory://",
         result_backend=settings.broker_url or "cache+memory://",
