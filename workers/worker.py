@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from roofwatch.workers import redelivery
 from roofwatch.workers.calibrate import calibrated
-from roofwatch.workers.celery_app import CPU_QUEUE, INGEST_QUEUE, app, task_modules
+from roofwatch.workers.celery_app import CPU_QUEUE, INGEST_QUEUE, TaskName, app, task_modules
 from roofwatch.workers.device import is_cpu, probe, queue_name
 from roofwatch.workers.envelope import DeviceInfo
 from roofwatch.workers.settings import get_worker_settings
@@ -89,7 +89,7 @@ def start_worker(worker: WorkerPlan, loglevel: str) -> None:
     # so only GPUs are calibrated here; `roofwatch calibrate` still measures a CPU on request.
     found = worker.device
     device = calibrated(found, settings.data_dir) if not is_cpu(found.device_class) else found
-    app.signature("roofwatch.register_device", args=(device.model_dump(mode="json"),)).apply_async()
+    app.signature(str(TaskName.REGISTER_DEVICE), args=(device.model_dump(mode="json"),)).apply_async()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     app.worker_main([
         "worker", f"--queues={','.join(worker.queues)}", "--concurrency=1", "--prefetch-multiplier=1",
