@@ -13,7 +13,7 @@ from markupsafe import Markup
 from roofwatch.dashboard.escaping import script_json
 from roofwatch.dashboard.figures import PLOT_CONFIG
 from roofwatch.dashboard.metrics import human
-from roofwatch.service.api.security_headers import csp_nonce
+from roofwatch.service.core.requests import csp_nonce
 from roofwatch.service.core.units import change_text, interval_text
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"

@@ -27,7 +27,7 @@ from roofwatch.service.records.comparisons import ingest_ab as ingest_ab_envelop
 from roofwatch.service.records.comparisons import parse_ab_envelope
 from roofwatch.service.records.ingest import ingest_envelope, parse_envelope, upsert_device
 from roofwatch.workers import redelivery
-from roofwatch.workers.celery_app import app
+from roofwatch.workers.celery_app import TaskName, app
 from roofwatch.workers.envelope import DeviceInfo
 from roofwatch.workers.errors import RoofwatchError
 from roofwatch.workers.redaction import redact
@@ -38,7 +38,7 @@ RETRY = dict(autoretry_for=(OperationalError,), retry_backoff=2, retry_backoff_m
              retry_jitter=True, max_retries=12)
 
 
-@app.task(name="roofwatch.run_started", **RETRY)
+@app.task(name=str(TaskName.RUN_STARTED), **RETRY)
 def run_started(run_id: int) -> None:
     report_ids: list[int] = []
     with session_scope() as session:
@@ -62,7 +62,7 @@ def _show_running(session: Session, run: Run) -> list[int]:
     return reporting.show_phase(session, repository, commit.sha, "running", f"running: {what}", url)
 
 
-@app.task(name="roofwatch.ingest", **RETRY)
+@app.task(name=str(TaskName.INGEST), **RETRY)
 def ingest(envelope: dict[str, Any]) -> int:
     """Store an envelope; returns the run id for the next task in the chain."""
     parsed = parse_envelope(envelope)
@@ -88,13 +88,13 @@ def _errored(run_id: int, reason: str) -> None:
             session.add(run)
 
 
-@app.task(name="roofwatch.analyze", **RETRY)
+@app.task(name=str(TaskName.ANALYZE), **RETRY)
 def analyze(run_id: int) -> dict[str, Any]:
     """Analyse a run, then start what it asks for (confirmations, bisection) once committed."""
     return asdict(main_branch.after_run(run_id))
 
 
-@app.task(name="roofwatch.ingest_ab", **RETRY)
+@app.task(name=str(TaskName.INGEST_AB), **RETRY)
 def ingest_ab(envelope: dict[str, Any]) -> int:
     """Store an A/B envelope; returns the comparison id for the next task in the chain."""
     parsed = parse_ab_envelope(envelope)
@@ -104,26 +104,26 @@ def ingest_ab(envelope: dict[str, Any]) -> int:
         return comparison.id  # type: ignore[return-value]
 
 
-@app.task(name="roofwatch.confirm_changes", **RETRY)
+@app.task(name=str(TaskName.CONFIRM_CHANGES), **RETRY)
 def confirm_changes(comparison_id: int) -> list[int]:
     """Store what a confirmation A/B confirmed, then continue any bisection it opened."""
     return main_branch.after_confirmation(comparison_id)
 
 
-@app.task(name="roofwatch.finish_pull_request", **RETRY)
+@app.task(name=str(TaskName.FINISH_PULL_REQUEST), **RETRY)
 def finish_pull_request(comparison_id: int) -> int:
     """Close the pull-request run a comparison decides; publish its verdict and comment."""
     pull_requests.finish(comparison_id)
     return comparison_id
 
 
-@app.task(name="roofwatch.report_run", **RETRY)
+@app.task(name=str(TaskName.REPORT_RUN), **RETRY)
 def report_run(run_id: int) -> None:
     """Show a measured push's outcome on its commit."""
     pushes.report(run_id)
 
 
-@app.task(name="roofwatch.handle_github_event", **RETRY)
+@app.task(name=str(TaskName.HANDLE_GITHUB_EVENT), **RETRY)
 def handle_github_event(event: str, delivery_id: str, payload: dict[str, Any]) -> str:
     """Act on an accepted webhook delivery; what happened is kept on the delivery's record.
 
@@ -157,13 +157,13 @@ def _record_outcome(delivery_id: str, outcome: str, detail: str) -> None:
         session.add(record)
 
 
-@app.task(name="roofwatch.deliver_report", **RETRY)
+@app.task(name=str(TaskName.DELIVER_REPORT), **RETRY)
 def deliver_report(report_id: int) -> bool:
     """Post one report to GitHub; on failure it stays in the outbox for ``deliver_reports``."""
     return outbox.deliver(report_id)
 
 
-@app.task(name="roofwatch.deliver_reports", **RETRY)
+@app.task(name=str(TaskName.DELIVER_REPORTS), **RETRY)
 def deliver_reports() -> dict[str, int]:
     """Retry every report GitHub has not accepted yet (scheduled every minute)."""
     delivered, pending = outbox.deliver_due()
@@ -172,7 +172,7 @@ def deliver_reports() -> dict[str, int]:
     return {"delivered": delivered, "pending": pending}
 
 
-@app.task(name="roofwatch.register_device", **RETRY)
+@app.task(name=str(TaskName.REGISTER_DEVICE), **RETRY)
 def register_device(device: dict[str, Any]) -> int:
     """A worker announces its device on start; the device row exists before its first run.
 
@@ -187,7 +187,7 @@ def register_device(device: dict[str, Any]) -> int:
         return row.id  # type: ignore[return-value]
 
 
-@app.task(name="roofwatch.measuring_lost", **RETRY)
+@app.task(name=str(TaskName.MEASURING_LOST), **RETRY)
 def measuring_lost(task_id: str) -> None:
     """Errback of a measuring task that raised or was killed for good: its run is errored, not left running.
 
@@ -205,14 +205,14 @@ def measuring_lost(task_id: str) -> None:
                 log.error("run %s: %s", run.id, reason)
 
 
-@app.task(name="roofwatch.recover_lost_work", **RETRY)
+@app.task(name=str(TaskName.RECOVER_LOST_WORK), **RETRY)
 def recover_lost_work() -> dict[str, list[str]]:
     """Requeue what workers held whose heartbeat stopped (scheduled every minute)."""
     client = redelivery.client_for(get_settings().broker_url)
     return redelivery.recover_dead_workers(app, client) if client is not None else {}
 
 
-@app.task(name="roofwatch.nightly_runs", **RETRY)
+@app.task(name=str(TaskName.NIGHTLY_RUNS), **RETRY)
 def nightly_runs() -> dict[str, int | str]:
     """Start the nightly full run of every default branch (scheduled by `roofwatch beat`)."""
     return nightly.start_all(utcnow().date())

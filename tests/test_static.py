@@ -1,12 +1,18 @@
-"""The import layers of DESIGN §2 hold, service/ has no import cycle, types check and lint is clean."""
+"""The import layers of DESIGN §2 hold on the graph the code really imports, each contract fails on a planted
+violation, no part imports another in a cycle, types check and lint is clean."""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
+from typing import Any
 
-import grimp
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -17,48 +23,82 @@ def test_import_layer_contracts_are_kept() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def _cycles(graph: grimp.ImportGraph, package: str) -> list[list[str]]:
-    """Every import cycle among ``package``'s modules (imports inside functions included)."""
-    modules = sorted(m for m in graph.modules if m == package or m.startswith(package + "."))
-    edges = {m: sorted(n for n in graph.find_modules_directly_imported_by(m) if n in modules) for m in modules}
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(module: str) -> None:  # Tarjan's strongly connected components
-        index[module] = low[module] = len(index)
-        stack.append(module)
-        on_stack.add(module)
-        for target in edges[module]:
-            if target not in index:
-                visit(target)
-                low[module] = min(low[module], low[target])
-            elif target in on_stack:
-                low[module] = min(low[module], index[target])
-        if low[module] == index[module]:
-            component = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.append(member)
-                if member == module:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    sys.setrecursionlimit(10_000)
-    for module in modules:
-        if module not in index:
-            visit(module)
-    return found
+def _graph(root: Path) -> dict[str, Any]:
+    """``tests/import_graph.py``'s report on the tree at ``root``, read in a fresh interpreter."""
+    done = subprocess.run([sys.executable, str(ROOT / "tests" / "import_graph.py")], cwd=root,
+                          env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report: dict[str, Any] = json.loads(done.stdout)
+    return report
 
 
-def test_service_has_no_import_cycle() -> None:
-    graph = grimp.build_graph("service", "workers", "dashboard")
-    assert _cycles(graph, "service") == []
-    assert _cycles(graph, "workers") == []
+def test_the_guard_reads_the_graph_the_code_imports() -> None:
+    """By the names the code imports (``roofwatch.service.…``), imports inside functions included."""
+    report = _graph(ROOT)
+    assert report["modules"] > 150 and report["imports"] > 500
+    edges = {tuple(edge) for edge in report["part_edges"]}
+    assert ("service.cli", "service.core") in edges and ("dashboard", "service.records") in edges
+    assert ("service.api", "dashboard") in edges  # the API mounts the dashboard …
+    assert ("dashboard", "service.api") not in edges  # … which stands below it
+
+
+def test_no_import_cycle_between_the_parts_or_inside_service_and_workers() -> None:
+    report = _graph(ROOT)
+    assert report["part_cycles"] == []
+    assert report["service_cycles"] == []
+    assert report["workers_cycles"] == []
+
+
+def _planted(tmp_path: Path, module: str, line: str) -> Path:
+    """A copy of the tree (links resolved, as installed) with ``line`` added to ``module``'s file."""
+    root = tmp_path / "tree"
+    root.mkdir()
+    for name in ("roofwatch", "kernels", "suites"):
+        shutil.copytree(ROOT / name, root / name, symlinks=False,
+                        ignore=shutil.ignore_patterns("__pycache__", "static", "templates", "golden"))
+    shutil.copy(ROOT / "pyproject.toml", root / "pyproject.toml")
+    path = root / (module.replace(".", "/") + ".py")
+    path.write_text(path.read_text() + "\n\n" + line + "\n")
+    return root
+
+
+# One planted import per contract of pyproject.toml, each a violation of that contract alone.
+PLANTED = [
+    ("service reads top-down", "roofwatch.service.api.routes", "import roofwatch.service.cli.main"),
+    ("the harness a kernel repository imports stands alone", "roofwatch.tolerances",
+     "import roofwatch.service.core.config"),
+    ("workers import nothing of the service but its pure analysis", "roofwatch.workers.device",
+     "import roofwatch.service.records.runs"),
+    ("the analysis is pure", "roofwatch.service.analysis.lifecycle", "import roofwatch.service.core.db"),
+    ("flows never import a task module", "roofwatch.service.flows.dispatch", "import roofwatch.workers.tasks"),
+    ("the dashboard reads through core, records, the pure analysis", "roofwatch.dashboard.queries",
+     "from roofwatch.service.api import deps"),
+    ("the dashboard imports no worker module itself", "roofwatch.dashboard.metrics", "import roofwatch.workers.device"),
+    # Inside a function, as a lazy import would be: the graph has those too.
+    ("torch and triton stay in the harness", "roofwatch.service.cli.calibration", "def _planted():\n    import torch"),
+]
+
+
+def test_every_contract_is_planted_once() -> None:
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    assert sorted(c["name"] for c in contracts) == sorted(
+        next(c["name"] for c in contracts if c["name"].startswith(prefix)) for prefix, _, _ in PLANTED)
+
+
+@pytest.mark.parametrize(("contract", "module", "line"), PLANTED, ids=[p[0] for p in PLANTED])
+def test_a_planted_import_breaks_its_contract(tmp_path: Path, contract: str, module: str, line: str) -> None:
+    root = _planted(tmp_path, module, line)
+    done = subprocess.run([str(Path(sys.executable).parent / "lint-imports")], cwd=root,
+                          env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    broken = [line for line in done.stdout.splitlines() if line.endswith("BROKEN")]
+    assert len(broken) == 1 and " ".join(done.stdout.split()).count(f"{contract}") >= 1, done.stdout[-3000:]
+    assert "Contracts: 7 kept, 1 broken." in done.stdout
+
+
+def test_a_planted_cycle_between_parts_is_found(tmp_path: Path) -> None:
+    root = _planted(tmp_path, "roofwatch.dashboard.queries", "from roofwatch.service.api import app")
+    assert ["dashboard", "service.api"] in _graph(root)["part_cycles"]
 
 
 def test_types_check() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -44,12 +45,36 @@ def test_gpu_only_worker_drops_credentials(monkeypatch: pytest.MonkeyPatch) -> N
     get_settings.cache_clear()
 
 
-def test_production_gpu_worker_starts_with_no_service_credentials() -> None:
-    """A production GPU worker imports its Celery app and tasks holding only a broker URL."""
+SERVICE_LOADED = ("sorted(m for m in sys.modules if m.startswith('roofwatch.service.')"
+                  " and not m.startswith('roofwatch.service.analysis'))")
+
+
+def _loaded_by(code: str) -> list[str]:
+    """The service modules (beyond the pure analysis) a fresh production process holds after ``code``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ROOFWATCH_")}
     env |= {"ROOFWATCH_ENVIRONMENT": "production", "ROOFWATCH_BROKER_URL": "redis://127.0.0.1:6379/9"}
-    code = ("import sys, roofwatch.workers.celery_app, roofwatch.workers.tasks; "
-            "print(sorted(m for m in sys.modules if m.startswith('service.') and 'analysis' not in m))")
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", f"import sys; {code}; print({SERVICE_LOADED})"], env=env,
+                          capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[]", "a worker imported service modules beyond the pure analysis"
+    loaded: list[str] = ast.literal_eval(done.stdout.strip())
+    return loaded
+
+
+def test_production_gpu_worker_starts_with_no_service_credentials() -> None:
+    """A production GPU worker imports its Celery app and tasks holding only a broker URL, and no service module."""
+    assert _loaded_by("import roofwatch.workers.celery_app, roofwatch.workers.tasks") == []
+
+
+def test_a_gpu_only_worker_registers_its_own_task_module_and_loads_no_service_module() -> None:
+    """What Celery imports at a worker's start (its ``include``) is decided by the queues it serves."""
+    from roofwatch.workers.celery_app import SERVICE_TASKS, WORKER_TASKS, task_modules
+
+    gpu_only = task_modules(["gpu.nvidia-h200"])
+    assert gpu_only == [WORKER_TASKS]
+    assert task_modules(["gpu.nvidia-h200", "cpu", "ingest"]) == [WORKER_TASKS, SERVICE_TASKS]
+    assert task_modules(["ingest"]) == [WORKER_TASKS, SERVICE_TASKS]
+    assert _loaded_by("from roofwatch.workers.celery_app import app, task_modules; "
+                      "app.conf.include = task_modules(['gpu.nvidia-h200']); app.loader.import_default_modules()") == []
+    # The guard can fail: with the service's task module included, the service comes along.
+    assert "roofwatch.service.tasks" in _loaded_by(
+        "from roofwatch.workers.celery_app import app; app.loader.import_default_modules()")

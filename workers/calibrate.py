@@ -174,6 +174,17 @@ def measured_steps(dev: Any, plan: CalibrationPlan) -> list[str]:
     return ["DRAM bandwidth", *(f"{name} bandwidth" for name in sorted(levels)), *(f"{d} matmul" for d in plan.matmul_n)]
 
 
+def steps_for(gpu: int | None) -> list[str]:
+    """What calibrating GPU ``gpu`` (None: the first GPU, else the CPU) will measure, in order.
+
+    Here, so that the command line that draws the progress bar never imports torch itself.
+    """
+    import torch
+
+    target = torch.device(f"cuda:{gpu}" if gpu is not None else ("cuda" if torch.cuda.is_available() else "cpu"))
+    return measured_steps(target, GPU_PLAN if target.type == "cuda" else CPU_PLAN)
+
+
 def _levels(torch: Any, dev: Any, plan: CalibrationPlan) -> dict[str, int]:
     if not plan.caches:
         return {}

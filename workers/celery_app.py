@@ -14,14 +14,37 @@ from celery.schedules import crontab
 
 from roofwatch.workers.redelivery import VISIBILITY_TIMEOUT_S
 from roofwatch.workers.settings import get_worker_settings
+from roofwatch.workers.task_names import TaskName
 
 INGEST_QUEUE = "ingest"
 CPU_QUEUE = "cpu"
 
 
+# The queue of every task that is not measured on a GPU (those go to the GPU's own queue).
+QUEUE_OF = {
+    TaskName.RUN_STARTED: INGEST_QUEUE, TaskName.INGEST: INGEST_QUEUE, TaskName.INGEST_AB: INGEST_QUEUE,
+    TaskName.REGISTER_DEVICE: INGEST_QUEUE, TaskName.MEASURING_LOST: INGEST_QUEUE,
+    TaskName.ANALYZE: CPU_QUEUE, TaskName.CONFIRM_CHANGES: CPU_QUEUE, TaskName.FINISH_PULL_REQUEST: CPU_QUEUE,
+    TaskName.REPORT_RUN: CPU_QUEUE, TaskName.HANDLE_GITHUB_EVENT: CPU_QUEUE, TaskName.DELIVER_REPORT: CPU_QUEUE,
+    TaskName.DELIVER_REPORTS: CPU_QUEUE, TaskName.RECOVER_LOST_WORK: CPU_QUEUE, TaskName.NIGHTLY_RUNS: CPU_QUEUE,
+}
+# The modules that register tasks, by the side that runs them. A process loads only its own side's:
+# a worker that serves nothing but gpu.* queues runs a stranger's code next to the GPU, and has no
+# business importing the service (its database, its GitHub client) to do it.
+WORKER_TASKS = "roofwatch.workers.tasks"
+SERVICE_TASKS = "roofwatch.service.tasks"
+
+
+def task_modules(queues: list[str]) -> list[str]:
+    """What a worker serving ``queues`` registers: the GPU task always, the service's only off gpu.* queues."""
+    return [WORKER_TASKS] + ([SERVICE_TASKS] if any(not q.startswith("gpu.") for q in queues) else [])
+
+
 def make_app() -> Celery:
     settings = get_worker_settings()
-    app = Celery("roofwatch", include=["roofwatch.workers.tasks", "roofwatch.service.tasks"])
+    # Every side's tasks by default (the API, the CLI, embedded runs, CPU workers); a GPU-only
+    # worker narrows this to its own before it starts (workers/worker.py).
+    app = Celery("roofwatch", include=[WORKER_TASKS, SERVICE_TASKS])
     app.conf.update(
         broker_url=settings.broker_url or "memory://",
         result_backend=settings.broker_url or "cache+memory://",
@@ -36,29 +59,14 @@ def make_app() -> Celery:
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
         task_default_queue=CPU_QUEUE,
-        task_routes={
-            "roofwatch.ingest": {"queue": INGEST_QUEUE},
-            "roofwatch.run_started": {"queue": INGEST_QUEUE},
-            "roofwatch.analyze": {"queue": CPU_QUEUE},
-            "roofwatch.ingest_ab": {"queue": INGEST_QUEUE},
-            "roofwatch.confirm_changes": {"queue": CPU_QUEUE},
-            "roofwatch.finish_pull_request": {"queue": CPU_QUEUE},
-            "roofwatch.report_run": {"queue": CPU_QUEUE},
-            "roofwatch.handle_github_event": {"queue": CPU_QUEUE},
-            "roofwatch.deliver_report": {"queue": CPU_QUEUE},
-            "roofwatch.deliver_reports": {"queue": CPU_QUEUE},
-            "roofwatch.register_device": {"queue": INGEST_QUEUE},
-            "roofwatch.measuring_lost": {"queue": INGEST_QUEUE},
-            "roofwatch.recover_lost_work": {"queue": CPU_QUEUE},
-            "roofwatch.nightly_runs": {"queue": CPU_QUEUE},
-        },
+        task_routes={str(name): {"queue": queue} for name, queue in QUEUE_OF.items()},
         # Run by `roofwatch beat`: reports GitHub did not accept are retried from the outbox;
         # work held by a worker whose heartbeat stopped is requeued; each default branch gets
         # a full run every night (its head, even when no push came).
         beat_schedule={
-            "deliver-github-reports": {"task": "roofwatch.deliver_reports", "schedule": 60.0},
-            "recover-lost-work": {"task": "roofwatch.recover_lost_work", "schedule": 60.0},
-            "nightly-runs": {"task": "roofwatch.nightly_runs",
+            "deliver-github-reports": {"task": str(TaskName.DELIVER_REPORTS), "schedule": 60.0},
+            "recover-lost-work": {"task": str(TaskName.RECOVER_LOST_WORK), "schedule": 60.0},
+            "nightly-runs": {"task": str(TaskName.NIGHTLY_RUNS),
                              "schedule": crontab(hour=settings.nightly_hour, minute=0)},
         },
         broker_transport_options={"visibility_timeout": VISIBILITY_TIMEOUT_S},

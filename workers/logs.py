@@ -33,6 +33,7 @@ from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
 
 from roofwatch.workers.redaction import RedactingFilter
+from roofwatch.workers.task_names import TaskName
 
 LogFormat = Literal["text", "json"]
 
@@ -44,9 +45,9 @@ CONTEXT_FIELDS: Mapping[str, str] = MappingProxyType({
 
 # Tasks whose first argument is an id (service/tasks.py); the others take a dict (a Job, an
 # ABJob, a result envelope) that names its run or comparison itself.
-RUN_ID_TASKS = frozenset({"roofwatch.run_started", "roofwatch.analyze", "roofwatch.report_run"})
-COMPARISON_ID_TASKS = frozenset({"roofwatch.confirm_changes", "roofwatch.finish_pull_request"})
-GITHUB_EVENT_TASK = "roofwatch.handle_github_event"  # (event, delivery_id, payload)
+RUN_ID_TASKS = frozenset({TaskName.RUN_STARTED, TaskName.ANALYZE, TaskName.REPORT_RUN})
+COMPARISON_ID_TASKS = frozenset({TaskName.CONFIRM_CHANGES, TaskName.FINISH_PULL_REQUEST})
+GITHUB_EVENT_TASK = TaskName.HANDLE_GITHUB_EVENT  # (event, delivery_id, payload)
 
 HANDLER_NAME = "roofwatch"
 _EMPTY: Mapping[str, Any] = MappingProxyType({})

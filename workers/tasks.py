@@ -15,7 +15,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 
 from roofwatch.workers import redelivery
 from roofwatch.workers.ab import ABJob, RoundProgress, run_ab
-from roofwatch.workers.celery_app import app
+from roofwatch.workers.celery_app import TaskName, app
 from roofwatch.workers.device import probe
 from roofwatch.workers.envelope import ABEnvelope, Envelope
 from roofwatch.workers.progress import Activity, announce
@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 # Set by an in-process caller (the CLI in embedded mode) to follow the rounds of a comparison.
 
 
-@app.task(name="roofwatch.run_commit", bind=True, acks_late=True,
+@app.task(name=str(TaskName.RUN_COMMIT), bind=True, acks_late=True,
           soft_time_limit=4 * 3600, time_limit=4 * 3600 + 300)
 def run_commit(self: Any, job: dict[str, Any]) -> dict[str, Any]:
     """Measure ``job`` (a ``Job`` as a dict) and return the envelope as JSON-ready data."""
@@ -44,7 +44,7 @@ def run_commit(self: Any, job: dict[str, Any]) -> dict[str, Any]:
     if too_many:
         return errored(too_many)
     log.info("run %s: measuring %s@%s", spec.run_id, spec.repository, spec.sha[:12])
-    app.signature("roofwatch.run_started", args=(spec.run_id,)).apply_async()
+    app.signature(str(TaskName.RUN_STARTED), args=(spec.run_id,)).apply_async()
     try:
         envelope = run_job(spec, progress=_progress_reporter(self, spec))
     except SoftTimeLimitExceeded:
@@ -96,7 +96,7 @@ def _round_reporter(spec: ABJob) -> RoundProgress:
     return report
 
 
-@app.task(name="roofwatch.run_ab", bind=True, acks_late=True,
+@app.task(name=str(TaskName.RUN_AB), bind=True, acks_late=True,
           soft_time_limit=8 * 3600, time_limit=8 * 3600 + 300)
 def run_ab_task(self: Any, job: dict[str, Any]) -> dict[str, Any]:
     """Interleave ``job`` (an ``ABJob`` as a dict) and return the A/B envelope as JSON-ready data."""
@@ -115,7 +115,7 @@ def run_ab_task(self: Any, job: dict[str, Any]) -> dict[str, Any]:
         return errored(too_many)
     log.info("comparison %s: %s %s..%s", spec.comparison_id, spec.repository, spec.base_sha[:12], spec.head_sha[:12])
     if spec.run_id is not None:
-        app.signature("roofwatch.run_started", args=(spec.run_id,)).apply_async()
+        app.signature(str(TaskName.RUN_STARTED), args=(spec.run_id,)).apply_async()
     try:
         envelope = run_ab(spec, progress=_round_reporter(spec))
     except SoftTimeLimitExceeded:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from roofwatch.workers import redelivery
 from roofwatch.workers.calibrate import calibrated
-from roofwatch.workers.celery_app import CPU_QUEUE, INGEST_QUEUE, app
+from roofwatch.workers.celery_app import CPU_QUEUE, INGEST_QUEUE, TaskName, app, task_modules
 from roofwatch.workers.device import is_cpu, probe, queue_name
 from roofwatch.workers.envelope import DeviceInfo
 from roofwatch.workers.settings import get_worker_settings
@@ -79,6 +79,8 @@ def start_worker(worker: WorkerPlan, loglevel: str) -> None:
     settings = get_worker_settings()
     if os.geteuid() == 0 and not settings.suite_user:
         log.warning("running as root without ROOFWATCH_SUITE_USER: suites run as root too")
+    # A GPU-only worker registers the GPU task alone: it never imports the service's tasks.
+    app.conf.include = task_modules(worker.queues)
     redelivery.install(app, worker.node, worker.device_class, worker.queues, settings.broker_url)
     # The device row and its calibration exist before the first run reaches the database.
     # Measured once per device fingerprint on this host (cached under the data dir), in a child
@@ -87,7 +89,7 @@ def start_worker(worker: WorkerPlan, loglevel: str) -> None:
     # so only GPUs are calibrated here; `roofwatch calibrate` still measures a CPU on request.
     found = worker.device
     device = calibrated(found, settings.data_dir) if not is_cpu(found.device_class) else found
-    app.signature("roofwatch.register_device", args=(device.model_dump(mode="json"),)).apply_async()
+    app.signature(str(TaskName.REGISTER_DEVICE), args=(device.model_dump(mode="json"),)).apply_async()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     app.worker_main([
         "worker", f"--queues={','.join(worker.queues)}", "--concurrency=1", "--prefetch-multiplier=1",

@@ -24,10 +24,9 @@ from roofwatch.dashboard.common import TEMPLATES, chart_json
 from roofwatch.dashboard.figures import Series, benchmark_figure
 from roofwatch.dashboard.filters import Filters, FiltersDep
 from roofwatch.service.analysis.compiled import for_tests
-from roofwatch.service.api.deps import SessionDep
-from roofwatch.service.api.security_headers import allow_unsafe_eval
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.models import ROW_ID_MAX, Benchmark, Repository
+from roofwatch.service.core.requests import SessionDep, allow_unsafe_eval
 from roofwatch.service.records import compiled_artifacts
 
 ImplQuery = Annotated[list[str] | None, Query(description="baseline implementations to add to the chart")]

@@ -23,9 +23,9 @@ from sqlmodel import Session, col, select
 
 from roofwatch.dashboard.common import TEMPLATES
 from roofwatch.dashboard.queries import METRIC_COLUMNS, metric_of
-from roofwatch.service.api.deps import SessionDep
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.models import CHANGE_KINDS, TRIAGE_STATES, Benchmark, Change, Commit, Repository
+from roofwatch.service.core.requests import SessionDep
 from roofwatch.service.records.changes import shown
 
 # Waiting for a person first; what people already decided after.

@@ -17,9 +17,9 @@ from fastapi.responses import HTMLResponse
 from roofwatch.dashboard.common import TEMPLATES, chart_json
 from roofwatch.dashboard.distribution_chart import distribution_figure
 from roofwatch.dashboard.pr_comment import CommentRenderer, comment_html
-from roofwatch.service.api.deps import SessionDep
 from roofwatch.service.core.links import compare_url
 from roofwatch.service.core.models import ROW_ID_MAX, Benchmark, Commit, Comparison, ComparisonResult, Repository, Run
+from roofwatch.service.core.requests import SessionDep
 from roofwatch.service.records.comparisons import comparison_report, results_of
 
 # Drawn without being asked: the verdicts a reader wants explained. Capped so that a comparison

@@ -15,8 +15,8 @@ from fastapi.responses import HTMLResponse
 from roofwatch.dashboard.common import TEMPLATES, chart_json
 from roofwatch.dashboard.escaping import plotly_text
 from roofwatch.service.analysis.compiled import diff
-from roofwatch.service.api.deps import SessionDep
 from roofwatch.service.core.models import ROW_ID_MAX, Commit, Repository
+from roofwatch.service.core.requests import SessionDep
 from roofwatch.service.records import compiled_artifacts
 from roofwatch.service.records.compiled_artifacts import HistoryPoint
 

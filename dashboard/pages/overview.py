@@ -17,9 +17,9 @@ from roofwatch.dashboard import queries as dq
 from roofwatch.dashboard.common import TEMPLATES
 from roofwatch.dashboard.figures import sparkline_svg
 from roofwatch.dashboard.filters import Filters, FiltersDep, choices
-from roofwatch.service.api.deps import SessionDep
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.models import Benchmark
+from roofwatch.service.core.requests import SessionDep
 from roofwatch.service.records import queries
 
 SPARK_POINTS = 30

@@ -28,7 +28,7 @@ from roofwatch.dashboard.roofline_queries import (
     unplottable,
 )
 from roofwatch.roofline import Peaks
-from roofwatch.service.api.deps import SessionDep
+from roofwatch.service.core.requests import SessionDep
 
 DEFAULT_BACK = 10  # runs between the latest and the default earlier point: a few days of pushes
 MOVES_SHOWN = 15

@@ -10,7 +10,6 @@ from sqlalchemy import or_
 from sqlmodel import col, select
 
 from roofwatch.dashboard.common import TEMPLATES
-from roofwatch.service.api.deps import SessionDep
 from roofwatch.service.core.models import (
     ROW_ID_MAX,
     Benchmark,
@@ -23,6 +22,7 @@ from roofwatch.service.core.models import (
     SuiteExecution,
     TestOutcome,
 )
+from roofwatch.service.core.requests import SessionDep
 from roofwatch.service.records import compiled_artifacts
 
 

@@ -13,7 +13,6 @@ from starlette.types import ASGIApp
 
 from roofwatch.dashboard.routes import mount as mount_dashboard
 from roofwatch.service.api import docs
-from roofwatch.service.api.deps import SessionDep
 from roofwatch.service.api.metrics import router as metrics_router
 from roofwatch.service.api.request_limits import AuthenticatedFirst
 from roofwatch.service.api.routes import router as api_router
@@ -22,6 +21,7 @@ from roofwatch.service.api.suites import router as suites_router
 from roofwatch.service.api.uploads import router as upload_router
 from roofwatch.service.api.webhooks import router as webhook_router
 from roofwatch.service.core.config import get_settings
+from roofwatch.service.core.requests import SessionDep
 from roofwatch.service.github import reporter
 from roofwatch.service.github.comment import comment_for
 

@@ -1,4 +1,4 @@
-"""FastAPI dependencies: the database session, and who a write request comes from.
+"""FastAPI dependencies: who a write request comes from (the database session is ``service.core.requests``'s).
 
 Two kinds of bearer token: the admin token (``ROOFWATCH_API_TOKEN``) may do every write
 (triage, suite configs, uploads for any repository); a repository's upload token
@@ -8,7 +8,6 @@ Two kinds of bearer token: the admin token (``ROOFWATCH_API_TOKEN``) may do ever
 from __future__ import annotations
 
 import hmac
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -19,15 +18,6 @@ from sqlmodel import Session
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.db import get_engine
 from roofwatch.service.records import upload_tokens
-
-
-def get_session() -> Iterator[Session]:
-    with Session(get_engine()) as session:
-        yield session
-
-
-SessionDep = Annotated[Session, Depends(get_session)]
-
 
 _bearer = HTTPBearer(auto_error=False)
 

@@ -16,7 +16,7 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
-from roofwatch.service.api.security_headers import csp_nonce
+from roofwatch.service.core.requests import csp_nonce
 
 ASSETS = Path(fastapi_offline.__file__).parent / "static"
 ASSETS_URL = "/docs/static"

@@ -11,7 +11,7 @@ from fastapi import APIRouter, HTTPException, Path, Query, Response
 from pydantic import BaseModel, Field
 from sqlmodel import select
 
-from roofwatch.service.api.deps import SessionDep, TokenDep
+from roofwatch.service.api.deps import TokenDep
 from roofwatch.service.core.errors import UnknownRepository
 from roofwatch.service.core.models import (
     ROW_ID_MAX,
@@ -27,6 +27,7 @@ from roofwatch.service.core.models import (
     TestOutcome,
     TriageState,
 )
+from roofwatch.service.core.requests import SessionDep
 from roofwatch.service.records import queries
 from roofwatch.service.records.changes import CONFIRMED
 from roofwatch.service.records.repositories import find_repository

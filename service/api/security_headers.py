@@ -24,11 +24,9 @@ from __future__ import annotations
 import secrets
 
 from starlette.datastructures import MutableHeaders
-from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-NONCE_STATE_KEY = "csp_nonce"  # request.state.csp_nonce: this response's nonce
-EVAL_STATE_KEY = "csp_unsafe_eval"  # set by a page that draws WebGL traces
+from roofwatch.service.core.requests import EVAL_STATE_KEY, NONCE_STATE_KEY
 
 
 def content_security_policy(nonce: str, unsafe_eval: bool = False) -> str:
@@ -54,16 +52,6 @@ def security_headers(nonce: str, unsafe_eval: bool = False) -> dict[str, str]:
         "Referrer-Policy": "same-origin",
         "Cross-Origin-Opener-Policy": "same-origin",
     }
-
-
-def csp_nonce(request: Request) -> str:
-    """The nonce of the response being built for ``request``; empty outside :class:`SecurityHeaders`."""
-    return str(getattr(request.state, NONCE_STATE_KEY, ""))
-
-
-def allow_unsafe_eval(request: Request) -> None:
-    """Let this one response's scripts compile code (plotly's WebGL traces need it)."""
-    setattr(request.state, EVAL_STATE_KEY, True)
 
 
 class SecurityHeaders:

@@ -34,6 +34,7 @@ from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.db import session_scope
 from roofwatch.service.core.errors import PayloadError
 from roofwatch.service.core.models import WebhookDelivery
+from roofwatch.service.flows import dispatch
 from roofwatch.service.flows import github_events as events
 from roofwatch.service.github import payloads, signature
 from roofwatch.service.github.payloads import EVENT_MODELS
@@ -198,9 +199,10 @@ def _forget(delivery_id: str) -> None:
 
 
 def _enqueue(event: str, delivery_id: str, data: dict[str, Any]) -> None:
-    from roofwatch.service.tasks import handle_github_event
-
     if get_settings().embedded:
+        from roofwatch.service.tasks import handle_github_event
+
+        # Embedded: on the server's own worker thread, so the webhook is answered at once.
         background.submit(handle_github_event.apply, (event, delivery_id, data))
     else:
-        handle_github_event.apply_async((event, delivery_id, data))
+        dispatch.github_event(event, delivery_id, data)

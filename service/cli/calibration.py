@@ -20,24 +20,20 @@ from roofwatch.workers.calibrate import (
     Calibration,
     drift,
     load_cached,
-    measured_steps,
     peak_rows,
+    steps_for,
     store_cached,
     with_peaks,
 )
 from roofwatch.workers.calibrate import calibrate as measure_device
 from roofwatch.workers.envelope import DeviceInfo
+from roofwatch.workers.task_names import TaskName
 
 
 def measure(info: DeviceInfo, gpu: int | None, console: Console) -> Calibration:
     """Measure the device with a progress bar; raises ``CalibrationError``."""
-    import torch
-
     device = f"cuda:{gpu}" if gpu is not None else None
-    target = torch.device(device) if device else torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    from roofwatch.workers.calibrate import CPU_PLAN, GPU_PLAN
-
-    steps = measured_steps(target, GPU_PLAN if target.type == "cuda" else CPU_PLAN)
+    steps = steps_for(gpu)
     with Progress(TextColumn("calibrating {task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=console, transient=True) as bar:
         task = bar.add_task(info.device_class, total=len(steps))
@@ -65,7 +61,7 @@ def show(console: Console, info: DeviceInfo, calibration: Calibration) -> None:
 def store(console: Console, info: DeviceInfo, calibration: Calibration) -> None:
     """Cache the calibration for this host and put the peaks on the device's record."""
     from roofwatch.service.cli.database import prepare_database
-    from roofwatch.service.tasks import register_device
+    from roofwatch.service.flows import dispatch
 
     settings = get_settings()
     previous = load_cached(settings.data_dir, info.fingerprint)
@@ -73,11 +69,11 @@ def store(console: Console, info: DeviceInfo, calibration: Calibration) -> None:
         console.print(f"[yellow]implausible change, check the host was idle and calibrate again:[/] {line}")
     store_cached(settings.data_dir, info.fingerprint, calibration)
     prepare_database()
-    sent = register_device.delay(with_peaks(info, calibration).model_dump(mode="json"))
+    sent = dispatch.register_device(with_peaks(info, calibration).model_dump(mode="json"))
     if settings.embedded:
         console.print(f"stored as measured peaks of device {sent.get()}")
     else:
-        console.print("sent to the ingest queue (roofwatch.register_device)")
+        console.print(f"sent to the ingest queue ({TaskName.REGISTER_DEVICE})")
 
 
 def modelled_device_of(repo: str) -> str | None:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from celery import chain
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -23,6 +22,7 @@ from roofwatch.service.core.keys import comparison_key, comparison_key_prefix, n
 from roofwatch.service.core.links import compare_url
 from roofwatch.service.core.models import Comparison, Repository
 from roofwatch.service.core.units import seconds
+from roofwatch.service.flows import dispatch
 from roofwatch.service.records.comparisons import ab_job_for, comparison_report, create_comparison
 from roofwatch.service.records.repositories import mirror_and_source, resolve_repository
 from roofwatch.service.records.runs import upsert_commit
@@ -49,8 +49,6 @@ class CompareRequest:
 
 def execute(request: CompareRequest, console: Console) -> tuple[int, dict[str, Any] | None]:
     """Run the comparison; (exit code, report or None when nothing was compared)."""
-    from roofwatch.service.tasks import ingest_ab
-    from roofwatch.workers.tasks import run_ab_task
 
     settings = get_settings()
     try:
@@ -92,7 +90,7 @@ def execute(request: CompareRequest, console: Console) -> tuple[int, dict[str, A
 
         token = local_activity.set(show)
         try:
-            result = chain(run_ab_task.s(asdict(job)).set(queue=queue), ingest_ab.s()).apply_async()
+            result = dispatch.ab(job, queue, then=None)
         finally:
             local_activity.reset(token)
         if not settings.embedded and not request.wait:

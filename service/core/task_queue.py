@@ -17,7 +17,8 @@ def signature(name: str, *args: object, immutable: bool = False) -> Signature:
         # An eager signature runs the registered task object: make sure every module that
         # registers one (the app's ``include``) has been imported in this process.
         app.loader.import_default_modules()
-    return app.signature(name, args=args, immutable=immutable)
+    # A plain str: Celery reads a ``.name`` off anything that has one, and an enum member does.
+    return app.signature(str(name), args=args, immutable=immutable)
 
 
 def send(name: str, *args: object) -> None:

@@ -30,6 +30,7 @@ from roofwatch.service.records.runs import create_run, find_commit, upsert_commi
 from roofwatch.workers import checkout
 from roofwatch.workers.device import queue_name
 from roofwatch.workers.errors import RoofwatchError
+from roofwatch.workers.task_names import TaskName
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +131,7 @@ def _confirm(request: Confirm) -> None:
         queue = queue_name(device.device_class)
     log.info("confirming %s..%s on %s by A/B (comparison %s, attempt %d)", request.good_sha[:12],
              request.bad_sha[:12], queue, job.comparison_id, request.attempt)
-    dispatch.ab(job, queue, then=dispatch.Task.CONFIRM_CHANGES)
+    dispatch.ab(job, queue, then=TaskName.CONFIRM_CHANGES)
 
 
 def _bisect(request: Bisect) -> None:

@@ -27,6 +27,7 @@ from roofwatch.service.records.comparisons import ab_job_for, comparison_report,
 from roofwatch.service.records.runs import upsert_commit
 from roofwatch.workers import checkout
 from roofwatch.workers.device import probe, queue_name
+from roofwatch.workers.task_names import TaskName
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +102,7 @@ def start(head: PullRequestHead) -> int | None:
     reporting.send(report_ids)
     log.info("%s#%s: run %s compares %s with merge-base %s on %s", repository.full_name, head.number, run_id,
              head.head_sha[:12], merge_base[:12], device)
-    dispatch.ab(job, queue_name(device), then=dispatch.Task.FINISH_PULL_REQUEST)
+    dispatch.ab(job, queue_name(device), then=TaskName.FINISH_PULL_REQUEST)
     return run_id
 
 

@@ -17,6 +17,7 @@ from roofwatch.service.core.models import Repository
 from roofwatch.service.github import outbox, reporter
 from roofwatch.service.github.comment import Summary
 from roofwatch.workers.redaction import redact
+from roofwatch.workers.task_names import TaskName
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +92,7 @@ def send(report_ids: list[int]) -> None:
         return
     for report_id in report_ids:
         try:
-            task_queue.send("roofwatch.deliver_report", report_id)
+            task_queue.send(TaskName.DELIVER_REPORT, report_id)
         except Exception as exc:  # a broker outage must not fail the run; the sweep delivers later
             log.warning("report %s left for the next sweep: %s", report_id, exc)
 

@@ -1,0 +1,31 @@
+"""Every Celery task's name: what both sides send and register, spelled once.
+
+A module of its own, below the Celery app, so that what only needs a name (logging, the service's
+flows) does not build the app to get it. Handed to Celery as ``str(name)``: Celery takes anything
+with a ``.name`` attribute for a task object, and an enum member has one.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class TaskName(StrEnum):
+    """Every task, by the stable name workers and brokers know it by: the one place a name is spelled."""
+
+    RUN_COMMIT = "roofwatch.run_commit"  # gpu.<device class>: measure one commit (workers/tasks.py)
+    RUN_AB = "roofwatch.run_ab"  # gpu.<device class>: interleaved rounds of two commits
+    RUN_STARTED = "roofwatch.run_started"
+    INGEST = "roofwatch.ingest"
+    ANALYZE = "roofwatch.analyze"
+    INGEST_AB = "roofwatch.ingest_ab"
+    CONFIRM_CHANGES = "roofwatch.confirm_changes"
+    FINISH_PULL_REQUEST = "roofwatch.finish_pull_request"
+    REPORT_RUN = "roofwatch.report_run"
+    HANDLE_GITHUB_EVENT = "roofwatch.handle_github_event"
+    DELIVER_REPORT = "roofwatch.deliver_report"
+    DELIVER_REPORTS = "roofwatch.deliver_reports"
+    REGISTER_DEVICE = "roofwatch.register_device"
+    MEASURING_LOST = "roofwatch.measuring_lost"
+    RECOVER_LOST_WORK = "roofwatch.recover_lost_work"
+    NIGHTLY_RUNS = "roofwatch.nightly_runs"
