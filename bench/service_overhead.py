@@ -71,7 +71,8 @@ from sqlmodel import Session, select
 
 from bench.dashboard.workload import DTYPES, ELEMENT_BYTES, FLEET, IMPLS, OPS, Spec, noise_sigma, typical_seconds
 from roofwatch.service.core.db import make_engine, migrate, session_scope
-from roofwatch.service.core.models import TERMINAL_STATES, Commit, Repository, Run
+from roofwatch.service.core.models import Commit, Repository, Run
+from roofwatch.service.core.vocabulary import TERMINAL_STATES
 from roofwatch.service.github.signature import sign
 from roofwatch.service.records.ingest import ingest_envelope, parse_envelope
 from roofwatch.service.records.repositories import register

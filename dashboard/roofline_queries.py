@@ -22,16 +22,8 @@ from sqlmodel.sql.expression import Select, SelectOfScalar
 from roofwatch.dashboard.filters import Filters
 from roofwatch.dashboard.roofline_chart import KernelPoint
 from roofwatch.roofline import Peaks
-from roofwatch.service.core.models import (
-    LATEST_EXCLUDED_TRIGGERS,
-    Benchmark,
-    Commit,
-    Device,
-    LatestMeasurement,
-    Measurement,
-    Repository,
-    Run,
-)
+from roofwatch.service.core.models import Benchmark, Commit, Device, LatestMeasurement, Measurement, Repository, Run
+from roofwatch.service.core.vocabulary import LATEST_EXCLUDED_TRIGGERS
 from roofwatch.service.records.roofline import peaks_for
 
 EXCLUDED_TRIGGERS = LATEST_EXCLUDED_TRIGGERS

@@ -16,7 +16,8 @@ from sqlmodel import Session, select
 
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.db import session_scope
-from roofwatch.service.core.models import TERMINAL_STATES, Commit, Comparison, Repository, Run, WebhookDelivery, utcnow
+from roofwatch.service.core.models import Commit, Comparison, Repository, Run, WebhookDelivery, utcnow
+from roofwatch.service.core.vocabulary import TERMINAL_STATES
 from roofwatch.service.flows import github_events as events
 from roofwatch.service.flows import main_branch, nightly
 from roofwatch.service.flows import pull_request as pull_requests

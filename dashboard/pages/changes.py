@@ -24,12 +24,11 @@ from sqlmodel import Session, col, select
 from roofwatch.dashboard.common import TEMPLATES
 from roofwatch.dashboard.queries import METRIC_COLUMNS, metric_of
 from roofwatch.service.core.config import get_settings
-from roofwatch.service.core.models import CHANGE_KINDS, TRIAGE_STATES, Benchmark, Change, Commit, Repository
+from roofwatch.service.core.models import Benchmark, Change, Commit, Repository
 from roofwatch.service.core.requests import SessionDep
+from roofwatch.service.core.vocabulary import CHANGE_KINDS, OPEN_STATES, TRIAGE_STATES
 from roofwatch.service.records.changes import shown
 
-# Waiting for a person first; what people already decided after.
-OPEN_STATES = ("new", "acknowledged")
 # A page lists this many: what a person triages in one sitting. The rest is a page away, so the
 # page costs what it shows however many changes a year of history holds (2,629 at 20 M measurements).
 DEFAULT_LIMIT = 100

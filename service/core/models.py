@@ -6,7 +6,7 @@ Units: times in seconds, bandwidth in bytes/s, throughput in FLOP/s, sizes in by
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from sqlalchemy import JSON, BigInteger, Column, Index, UniqueConstraint
 from sqlmodel import Field, SQLModel
@@ -16,12 +16,7 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-RUN_STATES = ("queued", "running", "succeeded", "failed", "errored", "cancelled", "skipped")
-TERMINAL_STATES = frozenset({"succeeded", "failed", "errored", "cancelled", "skipped"})
-TRIGGERS = ("push", "pull_request", "manual", "bisect", "schedule", "upload")
-CHANGE_KINDS = ("perf-regression", "perf-improvement", "correctness-failure", "numerics-drift", "compiled-code")
-TriageState = Literal["new", "acknowledged", "expected", "invalid", "fixed"]
-TRIAGE_STATES: tuple[str, ...] = get_args(TriageState)
+TriageState = Literal["new", "acknowledged", "expected", "invalid", "fixed"]  # an API request's field
 # Whose pull requests run without a maintainer's approval (see roofwatch.service.github.trust).
 TRUST_POLICIES = ("maintainers-only", "everyone")
 
@@ -238,8 +233,6 @@ class LatestMeasurement(SQLModel, table=True):
     roofline_fraction: float | None = None
 
 
-# Runs that never speak for the branch's newest state (see LatestMeasurement).
-LATEST_EXCLUDED_TRIGGERS = ("pull_request", "bisect")
 
 
 class TestOutcome(SQLModel, table=True):

@@ -11,6 +11,7 @@ from sqlmodel import Session, col, select
 from roofwatch.service.analysis import lifecycle
 from roofwatch.service.analysis.compiled import Decision, binary_verdict, confirm_timing_change, diff
 from roofwatch.service.core.models import Change, Commit, Run
+from roofwatch.service.core.vocabulary import OPEN_STATES
 from roofwatch.service.records import changes, compiled_artifacts
 from roofwatch.service.records.runs import find_commit
 
@@ -37,7 +38,7 @@ def flag(session: Session, run: Run, head_commit: Commit) -> list[int]:
         test_id = f"{item.kernel}[{item.specialization}] {item.target}"
         if not item.matters or session.exec(select(Change).where(
                 Change.repository_id == run.repository_id, Change.kind == "compiled-code",
-                Change.test_id == test_id, col(Change.state).in_(changes.OPEN_STATES))).first():
+                Change.test_id == test_id, col(Change.state).in_(OPEN_STATES))).first():
             continue
         # Certain, like a test outcome: the binaries of the two commits are what they are.
         change = changes.record(session, repository_id=run.repository_id, device_id=run.device_id,

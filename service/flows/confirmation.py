@@ -23,6 +23,7 @@ from sqlmodel import Session, col, select
 from roofwatch.service.analysis import environment, lifecycle
 from roofwatch.service.core.keys import comparison_key, comparison_key_prefix, starts_with
 from roofwatch.service.core.models import Benchmark, Change, Commit, Comparison, ComparisonResult, Device, Repository
+from roofwatch.service.core.vocabulary import OPEN_STATES
 from roofwatch.service.flows import compiled_changes
 from roofwatch.service.records import changes
 from roofwatch.service.records.comparisons import results_of
@@ -251,7 +252,7 @@ def _mark_returned(session: Session, improvement: Change, threshold_pct: float |
         return
     for regression in session.exec(select(Change).where(
             Change.benchmark_id == improvement.benchmark_id, Change.kind == "perf-regression",
-            Change.phase == lifecycle.CONFIRMED, col(Change.state).in_(changes.OPEN_STATES))).all():
+            Change.phase == lifecycle.CONFIRMED, col(Change.state).in_(OPEN_STATES))).all():
         before = regression.details.get("before")
         if before and level <= before * (1 + tolerance):
             regression.state = "fixed"

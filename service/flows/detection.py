@@ -30,10 +30,11 @@ from sqlmodel import Session, col, select
 from roofwatch.service.analysis import history, lifecycle
 from roofwatch.service.analysis.correctness import FAILING
 from roofwatch.service.core.models import Benchmark, Change, Commit, Measurement, Run, TestOutcome
+from roofwatch.service.core.vocabulary import BRANCH_HISTORY_TRIGGERS, MEASURED_STATES, OPEN_STATES
 from roofwatch.service.flows import compiled_changes, narrowing
 from roofwatch.service.records import changes
 from roofwatch.service.records.runs import find_commit
-from roofwatch.service.records.series import MAIN_BRANCH_TRIGGERS, benchmark_points, previous_run, test_outcomes
+from roofwatch.service.records.series import benchmark_points, previous_run, test_outcomes
 
 NUMERICS_DRIFT_FACTOR = 4.0  # error growth (two bits) that makes a numerics-drift change
 NUMERICS_ERROR_FLOOR = 1e-6  # errors below this are rounding noise, whatever the ratio
@@ -63,7 +64,7 @@ def analyze_run(session: Session, run_id: int, commits_between: CommitsBetween) 
         raise LookupError(f"no run {run_id}")
     base = previous_run(session, run)
     summary = AnalysisSummary(run_id=run_id, baseline_run_id=base.id if base else None)
-    if run.state not in ("succeeded", "failed") or run.device_id is None or run.trigger not in MAIN_BRANCH_TRIGGERS:
+    if run.state not in MEASURED_STATES or run.device_id is None or run.trigger not in BRANCH_HISTORY_TRIGGERS:
         return summary
     commit = session.get(Commit, run.commit_id)
     assert commit is not None
@@ -130,7 +131,7 @@ def _correctness(session: Session, run: Run, summary: AnalysisSummary, commits_b
             if episode.first_bad.sha in flaky and not change.details.get("flaky"):
                 change.details = {**change.details, "flaky": True}
                 session.add(change)
-            if episode.fixed_at is not None and change.state in changes.OPEN_STATES:
+            if episode.fixed_at is not None and change.state in OPEN_STATES:
                 change.state = "fixed"
                 change.details = {**change.details, "fixed_at": episode.fixed_at.sha,
                                   "fixed_in_run": by_sha[episode.fixed_at.sha].run_id}
@@ -149,7 +150,7 @@ def _numerics(session: Session, run: Run, commit: Commit, base: Run, summary: An
     for row in session.exec(select(TestOutcome).where(TestOutcome.run_id == run.id)).all():
         known = session.exec(select(Change).where(
             Change.repository_id == run.repository_id, Change.kind == "numerics-drift", Change.test_id == row.test_id,
-            col(Change.state).in_(changes.OPEN_STATES))).first()
+            col(Change.state).in_(OPEN_STATES))).first()
         if known is not None and (known.range_end_position or 0) < commit.position:  # type: ignore[operator]
             value = getattr(row, known.details.get("metric", "max_abs_err"))
             if value is not None and value <= NUMERICS_DRIFT_FACTOR * max(known.details.get("before") or 0.0,

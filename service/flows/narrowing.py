@@ -27,11 +27,11 @@ from roofwatch.service.analysis import lifecycle
 from roofwatch.service.analysis.correctness import FAILING
 from roofwatch.service.core.keys import bisect_key_prefix, starts_with
 from roofwatch.service.core.models import Change, Commit, Device, Measurement, Repository, Run, TestOutcome
+from roofwatch.service.core.vocabulary import TERMINAL_STATES
 from roofwatch.service.records.runs import find_commit
 
 # A fixed change is still narrowed: which commit introduced a bug matters after it is fixed.
 BISECTED_STATES = ("new", "acknowledged", "fixed")
-FINISHED_STATES = ("succeeded", "failed", "errored", "cancelled", "skipped")
 # A level this far (or less) from the midpoint between before and after, as a fraction of the
 # change, decides nothing on its own: one run more is measured.
 UNCLEAR_BAND = 1 / 6
@@ -139,7 +139,7 @@ def _finished_runs(session: Session, repository_id: int, sha: str, device_id: in
     return list(session.exec(
         select(Run).join(Commit, col(Run.commit_id) == col(Commit.id))
         .where(Commit.repository_id == repository_id, Commit.sha == sha, Run.device_id == device_id,
-               col(Run.state).in_(FINISHED_STATES))
+               col(Run.state).in_(TERMINAL_STATES))
         .order_by(col(Run.id).desc())
     ).all())
 
@@ -170,7 +170,7 @@ def next_steps(session: Session, repository_id: int) -> list[Bisect]:
             if done and _narrow_one(session, change, done, midpoint):
                 continue
             attempts = _bisect_attempts(session, repository, midpoint, device)
-            if any(run.state not in FINISHED_STATES for run in attempts):
+            if any(run.state not in TERMINAL_STATES for run in attempts):
                 break  # being measured
             if len(attempts) >= MAX_RUNS_PER_COMMIT:
                 # Every attempt ended before measuring anything on the device: git bisect skip.

@@ -15,8 +15,6 @@ from sqlmodel import Session, col, select
 from roofwatch.service.analysis.lifecycle import CONFIRMED, overlaps
 from roofwatch.service.core.models import Change, Commit
 
-OPEN_STATES = ("new", "acknowledged")
-
 
 def shown() -> ColumnElement[bool]:
     """Changes people see: confirmed ones. Candidates and rejected sightings stay internal."""

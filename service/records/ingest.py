@@ -16,7 +16,6 @@ from roofwatch.service.analysis.sampling import reservoir, seed_for
 from roofwatch.service.core.errors import IngestError
 from roofwatch.service.core.fingerprint import benchmark_fingerprint
 from roofwatch.service.core.models import (
-    TERMINAL_STATES,
     Benchmark,
     Commit,
     Device,
@@ -27,6 +26,7 @@ from roofwatch.service.core.models import (
     TestOutcome,
     utcnow,
 )
+from roofwatch.service.core.vocabulary import MEASURED_STATES, TERMINAL_STATES
 from roofwatch.service.records import compiled_artifacts, latest
 from roofwatch.service.records.roofline import fraction_of_roofline, peaks_for
 from roofwatch.service.records.storable import storable_envelope
@@ -34,7 +34,6 @@ from roofwatch.workers.envelope import ENVELOPE_VERSION, DeviceInfo, Envelope, M
 from roofwatch.workers.redaction import redact_json
 
 LOG_EXCERPT_LIMIT = 8000
-ANALYSED_STATES = ("succeeded", "failed")  # runs whose measurements are read into a history
 LOOKUP_BATCH = 500
 
 
@@ -124,7 +123,7 @@ def ingest_envelope(session: Session, envelope: Envelope) -> Run:
 
     run.state = envelope.status
     run.error = envelope.reason
-    if run.state in ANALYSED_STATES:
+    if run.state in MEASURED_STATES:  # runs whose measurements are read into a history
         run.analysis_state = "pending"  # until main_branch.after_run has read it into history
     run.suites_source = envelope.suites_source
     run.log_excerpt = "\n".join(excerpts)[-LOG_EXCERPT_LIMIT:]

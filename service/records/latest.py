@@ -16,7 +16,8 @@ from sqlalchemy import select as sa_select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col
 
-from roofwatch.service.core.models import LATEST_EXCLUDED_TRIGGERS, LatestMeasurement, Measurement, Run
+from roofwatch.service.core.models import LatestMeasurement, Measurement, Run
+from roofwatch.service.core.vocabulary import LATEST_EXCLUDED_TRIGGERS
 
 COLUMNS = ("benchmark_id", "run_id", "median", "iqr", "n", "achieved_flops", "achieved_bandwidth",
            "roofline_fraction")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlmodel import Session, col, select
 
 from roofwatch.service.core.models import Commit, Device, Repository, Run
+from roofwatch.service.core.vocabulary import MEASURED_STATES
 from roofwatch.workers.checkout import CommitInfo
 
 
@@ -38,7 +39,7 @@ def measured_on(session: Session, commit: Commit, device_fingerprint: str) -> Ru
     return session.exec(
         select(Run).join(Device, col(Run.device_id) == col(Device.id))
         .where(Run.commit_id == commit.id, Device.fingerprint == device_fingerprint,
-               col(Run.state).in_(("succeeded", "failed")))
+               col(Run.state).in_(MEASURED_STATES))
     ).first()
 
 

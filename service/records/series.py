@@ -16,10 +16,9 @@ from sqlmodel import Session, col, select
 from roofwatch.service.analysis.correctness import FAILING
 from roofwatch.service.analysis.history import Point
 from roofwatch.service.core.models import Commit, Measurement, Run, TestOutcome
+from roofwatch.service.core.vocabulary import BRANCH_HISTORY_TRIGGERS, MEASURED_STATES
 
 # An upload from a team's own CI measures the branch too (its candidates wait for a runner).
-MAIN_BRANCH_TRIGGERS = ("push", "manual", "bisect", "schedule", "upload")
-FINISHED = ("succeeded", "failed")
 SERIES_LIMIT = 500  # latest commits per series searched for change points
 
 
@@ -31,7 +30,7 @@ def previous_run(session: Session, run: Run) -> Run | None:
     return session.exec(
         select(Run).join(Commit, col(Run.commit_id) == col(Commit.id))
         .where(Run.repository_id == run.repository_id, Run.device_id == run.device_id, Run.id != run.id,
-               col(Run.state).in_(FINISHED), col(Run.trigger).in_(MAIN_BRANCH_TRIGGERS),
+               col(Run.state).in_(MEASURED_STATES), col(Run.trigger).in_(BRANCH_HISTORY_TRIGGERS),
                col(Commit.position) < commit.position)
         .order_by(col(Commit.position).desc(), col(Run.id).desc())
     ).first()
@@ -50,7 +49,7 @@ def benchmark_points(session: Session, benchmark_id: int, device_id: int, limit:
         .join(Run, col(Measurement.run_id) == col(Run.id))
         .join(Commit, col(Run.commit_id) == col(Commit.id))
         .where(Measurement.benchmark_id == benchmark_id, Run.device_id == device_id,
-               col(Run.trigger).in_(MAIN_BRANCH_TRIGGERS), col(Commit.position).is_not(None))
+               col(Run.trigger).in_(BRANCH_HISTORY_TRIGGERS), col(Commit.position).is_not(None))
         .order_by(col(Commit.position).desc(), col(Run.id).desc()).limit(limit * 3)
     ).all()
     latest: dict[int, tuple[str, float, int]] = {}
@@ -91,7 +90,7 @@ def test_outcomes(session: Session, repository_id: int, device_id: int, test_id:
         .join(Run, col(TestOutcome.run_id) == col(Run.id))
         .join(Commit, col(Run.commit_id) == col(Commit.id))
         .where(col(Run.repository_id) == repository_id, col(Run.device_id) == device_id, col(TestOutcome.test_id) == test_id,
-               col(Run.trigger).in_(MAIN_BRANCH_TRIGGERS), col(Run.state).in_(FINISHED),
+               col(Run.trigger).in_(BRANCH_HISTORY_TRIGGERS), col(Run.state).in_(MEASURED_STATES),
                col(TestOutcome.outcome).in_(("passed", *FAILING)), col(Commit.position).is_not(None))
         .order_by(col(Commit.position), col(Run.id).desc())
     ).all()

@@ -5,7 +5,8 @@ from __future__ import annotations
 from sqlmodel import Session
 
 from roofwatch.service.core.errors import TriageError
-from roofwatch.service.core.models import TRIAGE_STATES, Change, Repository, utcnow
+from roofwatch.service.core.models import Change, Repository, utcnow
+from roofwatch.service.core.vocabulary import TRIAGE_STATES
 
 
 def set_state(session: Session, change_id: int, state: str, note: str = "", actor: str = "",
