@@ -22,8 +22,8 @@ from roofwatch.service.core.keys import comparison_key, comparison_key_prefix, n
 from roofwatch.service.core.links import compare_url
 from roofwatch.service.core.models import Comparison, Repository
 from roofwatch.service.core.units import seconds
-from roofwatch.service.flows import dispatch
-from roofwatch.service.records.comparisons import ab_job_for, comparison_report, create_comparison
+from roofwatch.service.flows import ab
+from roofwatch.service.records.comparisons import comparison_report
 from roofwatch.service.records.repositories import mirror_and_source, resolve_repository
 from roofwatch.service.records.runs import upsert_commit
 from roofwatch.workers import checkout
@@ -70,13 +70,10 @@ def execute(request: CompareRequest, console: Console) -> tuple[int, dict[str, A
         attempt = next_attempt(session, Comparison, comparison_key_prefix(
             repo_row, base.sha, head.sha, device.fingerprint, "manual"))
         key = comparison_key(repo_row, base.sha, head.sha, device.fingerprint, "manual", attempt)
-        comparison = create_comparison(session, repo_row, base, head, key, purpose="manual")
         # The revision asked for as the base, so the dashboard's rendering of the PR comment names it.
-        comparison.details = {**comparison.details, "base_ref": request.base}
-        session.add(comparison)
-        job = replace(ab_job_for(comparison, repo_row, base, head, str(settings.data_dir), settings.suite_timeout,
-                                 settings.output_limit, request.max_rounds or settings.ab_max_rounds,
-                                 request.min_rounds or settings.ab_min_rounds), **one_off)
+        _, job = ab.prepare(session, repo_row, base, head, key, purpose="manual", details={"base_ref": request.base},
+                            max_rounds=request.max_rounds, min_rounds=request.min_rounds)
+        job = replace(job, **one_off)
 
     queue = queue_name(device.device_class)
     mode = "in-process" if settings.embedded else f"queue {queue}"
@@ -90,7 +87,7 @@ def execute(request: CompareRequest, console: Console) -> tuple[int, dict[str, A
 
         token = local_activity.set(show)
         try:
-            result = dispatch.ab(job, queue, then=None)
+            result = ab.start(job, device.device_class)
         finally:
             local_activity.reset(token)
         if not settings.embedded and not request.wait:

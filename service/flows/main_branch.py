@@ -20,12 +20,11 @@ from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.db import session_scope
 from roofwatch.service.core.keys import bisect_key
 from roofwatch.service.core.models import Comparison, Device, Repository, Run
-from roofwatch.service.flows import confirmation, dispatch, narrowing
+from roofwatch.service.flows import ab, confirmation, narrowing
 from roofwatch.service.flows.confirmation import Confirm
 from roofwatch.service.flows.detection import AnalysisSummary, analyze_run
 from roofwatch.service.flows.measure import job_for, submit
 from roofwatch.service.flows.narrowing import Bisect
-from roofwatch.service.records.comparisons import ab_job_for, create_comparison
 from roofwatch.service.records.runs import create_run, find_commit, upsert_commit
 from roofwatch.workers import checkout
 from roofwatch.workers.device import queue_name
@@ -114,7 +113,6 @@ def _mirror(clone_url: str) -> Path:
 
 
 def _confirm(request: Confirm) -> None:
-    settings = get_settings()
     with session_scope() as session:
         repository = session.get(Repository, request.repository_id)
         device = session.get(Device, request.device_id)
@@ -125,13 +123,11 @@ def _confirm(request: Confirm) -> None:
         good = find_commit(session, request.repository_id, request.good_sha)
         bad = find_commit(session, request.repository_id, request.bad_sha)
         assert good is not None and bad is not None  # both ends of a candidate were measured
-        comparison = create_comparison(session, repository, good, bad, key, purpose=confirmation.PURPOSE)
-        job = ab_job_for(comparison, repository, good, bad, str(settings.data_dir), settings.suite_timeout,
-                         settings.output_limit, settings.ab_max_rounds, settings.ab_min_rounds)
-        queue = queue_name(device.device_class)
+        _, job = ab.prepare(session, repository, good, bad, key, purpose=confirmation.PURPOSE)
+        device_class = device.device_class
     log.info("confirming %s..%s on %s by A/B (comparison %s, attempt %d)", request.good_sha[:12],
-             request.bad_sha[:12], queue, job.comparison_id, request.attempt)
-    dispatch.ab(job, queue, then=TaskName.CONFIRM_CHANGES)
+             request.bad_sha[:12], device_class, job.comparison_id, request.attempt)
+    ab.start(job, device_class, then=TaskName.CONFIRM_CHANGES)
 
 
 def _bisect(request: Bisect) -> None:

@@ -20,13 +20,13 @@ from roofwatch.service.core.errors import CheckoutError, PullRequestError
 from roofwatch.service.core.keys import comparison_key, next_attempt, pull_request_run_key, pull_request_run_key_prefix
 from roofwatch.service.core.links import compare_url, dashboard_url, run_url
 from roofwatch.service.core.models import Commit, Comparison, Repository, Run, utcnow
-from roofwatch.service.flows import dispatch
+from roofwatch.service.flows import ab, dispatch
 from roofwatch.service.github import reporting
 from roofwatch.service.github.comment import ReportContext, render_comment, summarize
-from roofwatch.service.records.comparisons import ab_job_for, comparison_report, create_comparison
+from roofwatch.service.records.comparisons import comparison_report
 from roofwatch.service.records.runs import upsert_commit
 from roofwatch.workers import checkout
-from roofwatch.workers.device import probe, queue_name
+from roofwatch.workers.device import probe
 from roofwatch.workers.task_names import TaskName
 
 log = logging.getLogger(__name__)
@@ -86,14 +86,12 @@ def start(head: PullRequestHead) -> int | None:
         session.add(run)
         session.flush()
         key = comparison_key(repository, merge_base, head.head_sha, device, f"pull_request#{head.number}", attempt)
-        comparison = create_comparison(session, repository, base, head_commit, key, purpose="pull_request",
-                                       run_id=run.id)
-        comparison.details = {"pull_request": {"number": head.number, "base_ref": head.base_ref,
-                                               "title": head.title},
+        comparison, job = ab.prepare(session, repository, base, head_commit, key, purpose="pull_request",
+                                     run_id=run.id, details={"pull_request": {
+                                         "number": head.number, "base_ref": head.base_ref, "title": head.title}})
+        comparison.details = {**comparison.details,
                               "task_id": dispatch.task_id_for_comparison(comparison.id)}  # type: ignore[arg-type]
         session.add(comparison)
-        job = ab_job_for(comparison, repository, base, head_commit, str(settings.data_dir), settings.suite_timeout,
-                         settings.output_limit, settings.ab_max_rounds, settings.ab_min_rounds)
         report_ids += reporting.show_phase(
             session, repository, head.head_sha, "queued",
             f"queued: A/B against merge-base {merge_base[:7]} with {head.base_ref} on {device}",
@@ -102,7 +100,7 @@ def start(head: PullRequestHead) -> int | None:
     reporting.send(report_ids)
     log.info("%s#%s: run %s compares %s with merge-base %s on %s", repository.full_name, head.number, run_id,
              head.head_sha[:12], merge_base[:12], device)
-    dispatch.ab(job, queue_name(device), then=TaskName.FINISH_PULL_REQUEST)
+    ab.start(job, device, then=TaskName.FINISH_PULL_REQUEST)
     return run_id
 
 
