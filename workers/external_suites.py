@@ -27,9 +27,9 @@ from roofwatch.workers.suite_config import (
     SuiteSpec,
     load_suites,
     parse_toml,
-    read_pyproject,
     repository_min_effect,
     roofwatch_table,
+    stored_or_own,
     suites_in,
 )
 from roofwatch.workers.tree_files import relative_parts
@@ -88,12 +88,7 @@ def choose_suites(tree: Path, stored_toml: str, stored_label: str) -> tuple[list
 
 def repository_min_effect_of(tree: Path, stored_toml: str) -> float | None:
     """``[tool.roofwatch] min_effect``: the stored config's when it sets one, else the commit's."""
-    if stored_toml:
-        stored = repository_min_effect(parse_toml(stored_toml, "the stored suites"))
-        if stored is not None:
-            return stored
-    own = read_pyproject(tree)
-    return None if own is None else repository_min_effect(own)
+    return stored_or_own(tree, stored_toml, repository_min_effect)
 
 
 def prepare_suites(mirror: Path, tree: Path, stored_toml: str, stored_label: str,

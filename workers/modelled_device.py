@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from roofwatch.workers.envelope import DeviceInfo
 from roofwatch.workers.errors import SuiteConfigError
-from roofwatch.workers.suite_config import parse_toml, read_pyproject, roofwatch_table
+from roofwatch.workers.suite_config import roofwatch_table, stored_or_own
 
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8")
 
@@ -71,13 +71,8 @@ def declared(data: dict[str, object]) -> ModelledDevice | None:
 
 
 def declared_for(tree: Path, stored_toml: str) -> ModelledDevice | None:
-    """The stored config's device when it declares one, else the commit's (as ``min_effect`` is read)."""
-    if stored_toml:
-        stored = declared(parse_toml(stored_toml, "the stored suites"))
-        if stored is not None:
-            return stored
-    own = read_pyproject(tree)
-    return None if own is None else declared(own)
+    """The stored config's device when it declares one, else the commit's."""
+    return stored_or_own(tree, stored_toml, declared)
 
 
 def on_model(host: DeviceInfo, model: ModelledDevice) -> DeviceInfo:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import shlex
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
@@ -16,6 +17,7 @@ from roofwatch.workers.suite_env import check_env
 from roofwatch.workers.tree_files import UnsafePath, read_in, relative_parts
 
 PYPROJECT_LIMIT = 1024 * 1024
+T = TypeVar("T")
 
 
 class SuiteSpec(BaseModel):
@@ -154,3 +156,18 @@ def repository_min_effect(data: dict[str, object]) -> float | None:
         return parse_min_effect(table["min_effect"])
     except ValueError as exc:
         raise SuiteConfigError(f"[tool.roofwatch] {exc}") from exc
+
+
+def stored_or_own(tree: Path, stored_toml: str, read: Callable[[dict[str, object]], T | None]) -> T | None:
+    """A ``[tool.roofwatch]`` setting: the stored config's when it sets one, else the commit's own.
+
+    ``read`` takes it out of a parsed document (None when absent). This is how every repository-wide
+    setting a commit may declare is chosen (``min_effect``, the modelled device), so a stored config
+    an operator wrote always wins over the code under test.
+    """
+    if stored_toml:
+        stored = read(parse_toml(stored_toml, "the stored suites"))
+        if stored is not None:
+            return stored
+    own = read_pyproject(tree)
+    return None if own is None else read(own)
