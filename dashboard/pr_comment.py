@@ -15,7 +15,6 @@ import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from html import escape
-from typing import Any
 
 from markdown_it import MarkdownIt
 from markdown_it.renderer import RendererHTML
@@ -24,8 +23,10 @@ from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 from markupsafe import Markup
 
+from roofwatch.service.core.reports import ComparisonReport
+
 # (report, repository full name, pull request number or 0, target branch, compare page URL) → Markdown
-CommentRenderer = Callable[[dict[str, Any], str, int, str, str], str]
+CommentRenderer = Callable[[ComparisonReport, str, int, str, str], str]
 
 _MARKDOWN = MarkdownIt("commonmark", {"html": True}).enable("table")
 # The raw HTML service/github/comment.py writes: the fold around the full table and the marker.

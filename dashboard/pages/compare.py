@@ -19,6 +19,7 @@ from roofwatch.dashboard.distribution_chart import distribution_figure
 from roofwatch.dashboard.pr_comment import CommentRenderer, comment_html
 from roofwatch.service.core.links import compare_url
 from roofwatch.service.core.models import ROW_ID_MAX, Benchmark, Commit, Comparison, ComparisonResult, Repository, Run
+from roofwatch.service.core.reports import ComparisonReport
 from roofwatch.service.core.requests import SessionDep
 from roofwatch.service.records.comparisons import comparison_report, results_of
 
@@ -61,7 +62,7 @@ def _charted(rows: list[dict[str, Any]], requested: list[int]) -> list[int]:
 
 
 def _pr_comment(request: Request, comparison: Comparison, repository: Repository, run: Run | None,
-                report: dict[str, Any]) -> str:
+                report: ComparisonReport) -> str:
     """The Markdown of the PR comment this comparison renders; empty when the app gave no renderer."""
     render: CommentRenderer | None = getattr(request.app.state, "render_pr_comment", None)
     if render is None:
@@ -77,7 +78,7 @@ class _Computed:
     """What a comparison's page is built from: its rows, its report and its PR comment's Markdown."""
 
     rows: list[dict[str, Any]]
-    report: dict[str, Any]
+    report: ComparisonReport
     comment: str
 
 

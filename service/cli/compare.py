@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Literal
 
 from rich.console import Console
 from rich.markup import escape
@@ -21,6 +21,7 @@ from roofwatch.service.core.errors import RoofwatchError
 from roofwatch.service.core.keys import comparison_key, comparison_key_prefix, next_attempt
 from roofwatch.service.core.links import compare_url
 from roofwatch.service.core.models import Comparison, Repository
+from roofwatch.service.core.reports import BenchmarkVerdictRow, ComparisonReport
 from roofwatch.service.core.units import seconds
 from roofwatch.service.flows import ab
 from roofwatch.service.records.comparisons import comparison_report
@@ -47,7 +48,7 @@ class CompareRequest:
     suites_from: str | None = None
 
 
-def execute(request: CompareRequest, console: Console) -> tuple[int, dict[str, Any] | None]:
+def execute(request: CompareRequest, console: Console) -> tuple[int, ComparisonReport | None]:
     """Run the comparison; (exit code, report or None when nothing was compared)."""
 
     settings = get_settings()
@@ -103,9 +104,9 @@ def _fmt(value: float | None, spec: str) -> str:
     return "" if value is None or (isinstance(value, float) and math.isinf(value)) else format(value, spec)
 
 
-def _value(row: dict[str, Any], key: str) -> str:
+def _value(row: BenchmarkVerdictRow, key: Literal["base_median", "head_median"]) -> str:
     """A median in the unit that reads best ("4.19 ms"), or with the benchmark's own unit."""
-    value = row[key]
+    value = row.get(key)
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return ""
     return seconds(value) if row.get("unit", "s") == "s" else f"{value:.4g} {escape(str(row.get('unit') or ''))}".strip()
@@ -114,7 +115,7 @@ def _value(row: dict[str, Any], key: str) -> str:
 STYLE = {"regression": "red", "improvement": "green", "inconclusive": "yellow", "none": "dim"}
 
 
-def render(console: Console, data: dict[str, Any]) -> None:
+def render(console: Console, data: ComparisonReport) -> None:
     table = Table("benchmark", "base", "head", "Δ time %", "interval", "noise", "detects", "counts from", "verdict")
     for row in data["benchmarks"]:
         style = STYLE.get(row["direction"], "")
@@ -145,5 +146,5 @@ def render(console: Console, data: dict[str, Any]) -> None:
     console.print(f"verdict: [bold]{data['verdict']}[/] after {data['rounds']} round(s){used}"
                   + (f"; smallest detectable change ±{mde}%" if mde else "")
                   + (f" (set by the noisiest, {escape(driver)})" if mde and driver and len(data["benchmarks"]) > 1 else ""))
-    if data.get("id") is not None:
-        console.print(f"dashboard: {compare_url(int(data['id']))}", highlight=False)
+    if (comparison_id := data.get("id")) is not None:
+        console.print(f"dashboard: {compare_url(comparison_id)}", highlight=False)

@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 import statistics
 from pathlib import Path
-from typing import Any
 
 from roofwatch.service.analysis import abtest
 from roofwatch.service.core.errors import VerdictInputError
+from roofwatch.service.core.reports import BenchmarkVerdictRow, ComparisonReport
 from roofwatch.service.records.upload_formats import read_results
 from roofwatch.workers.ab import paired_rounds, round_verdicts
 from roofwatch.workers.envelope import RoundRecord, SuiteResult
@@ -56,7 +56,7 @@ def rounds_of(base: list[Path], head: list[Path], fmt: str = "auto") -> list[Rou
     return rounds
 
 
-def decide(base: list[Path], head: list[Path], min_effect: str = "2%", fmt: str = "auto") -> dict[str, Any]:
+def decide(base: list[Path], head: list[Path], min_effect: str = "2%", fmt: str = "auto") -> ComparisonReport:
     """A report shaped like ``roofwatch compare --format json``'s, for these files."""
     try:
         effect = parse_min_effect(min_effect)
@@ -75,7 +75,7 @@ def decide(base: list[Path], head: list[Path], min_effect: str = "2%", fmt: str 
             "suites_source": ""}
 
 
-def _row(key: str, v: abtest.ABVerdict, values: tuple[list[float], list[float]]) -> dict[str, Any]:
+def _row(key: str, v: abtest.ABVerdict, values: tuple[list[float], list[float]]) -> BenchmarkVerdictRow:
     return {"benchmark": key.split("::", 1)[1], "suite": SUITE, "change_pct": v.change_pct,
             "ci_low": v.ci_low, "ci_high": v.ci_high, "confidence": v.confidence, "p_value": v.p_value,
             "q_value": v.q_value, "noise_pct": v.noise_pct, "threshold_pct": v.threshold_pct,

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeGuard
 
 from roofwatch.service.analysis.abtest import MIN_ROUNDS
+from roofwatch.service.core.reports import BenchmarkVerdictRow, ComparisonReport
 from roofwatch.service.core.units import seconds
 from roofwatch.service.github.compiled_section import render_compiled
 
@@ -58,17 +59,17 @@ class Summary:
 class _View:
     """The report, sorted once into what every section needs."""
 
-    report: dict[str, Any]
-    rows: list[dict[str, Any]]
-    slower: list[dict[str, Any]]  # worst first
-    faster: list[dict[str, Any]]  # biggest first
-    unsure: list[dict[str, Any]]
+    report: ComparisonReport
+    rows: list[BenchmarkVerdictRow]
+    slower: list[BenchmarkVerdictRow]  # worst first
+    faster: list[BenchmarkVerdictRow]  # biggest first
+    unsure: list[BenchmarkVerdictRow]
     failures: list[dict[str, Any]]
     fixed: list[str]
     multi_suite: bool
 
     @classmethod
-    def of(cls, report: dict[str, Any]) -> _View:
+    def of(cls, report: ComparisonReport) -> _View:
         rows = list(report.get("benchmarks") or [])
         by_direction = {d: [r for r in rows if r.get("direction") == d]
                         for d in ("regression", "improvement", "inconclusive")}
@@ -93,14 +94,14 @@ class _View:
     def rounds(self) -> int:
         return int(self.report.get("rounds") or 0)
 
-    def label(self, row: dict[str, Any]) -> str:
+    def label(self, row: BenchmarkVerdictRow) -> str:
         return f"{row.get('suite')}::{_name(row)}" if self.multi_suite else _name(row)
 
 
 # --- the one-line summary -------------------------------------------------------------------------
 
 
-def summarize(report: dict[str, Any]) -> Summary:
+def summarize(report: ComparisonReport) -> Summary:
     """The check-run conclusion and a ≤140-character title for ``report``."""
     view = _View.of(report)
     if view.errored:
@@ -127,7 +128,7 @@ def _failure_title(view: _View) -> str:
     return _with_name(f"{len(names)} new test failures: ", names[0], f" and {len(names) - 1} more")
 
 
-def _change_title(view: _View, rows: list[dict[str, Any]], word: str, extreme: str) -> str:
+def _change_title(view: _View, rows: list[BenchmarkVerdictRow], word: str, extreme: str) -> str:
     first = rows[0]
     others = []
     if word == "slower" and view.faster:
@@ -163,7 +164,7 @@ def _with_name(prefix: str, name: str, suffix: str) -> str:
     return _clip(prefix + _clip(_one_line(name), max(room, 12)) + suffix, MAX_TITLE_CHARS)
 
 
-def _error_line(report: dict[str, Any]) -> str:
+def _error_line(report: ComparisonReport) -> str:
     error = _one_line(str(report.get("error") or "")) or "no reason was recorded"
     return SHA.sub(lambda m: m.group(0)[:7], error)  # 40-hex shas would take a third of the title
 
@@ -171,7 +172,7 @@ def _error_line(report: dict[str, Any]) -> str:
 # --- the comment ---------------------------------------------------------------------------------
 
 
-def render_comment(report: dict[str, Any], context: ReportContext) -> str:
+def render_comment(report: ComparisonReport, context: ReportContext) -> str:
     """The body of the pull request's one roofwatch comment (GitHub-flavoured Markdown)."""
     view = _View.of(report)
     header = _header(view, context)
@@ -197,7 +198,7 @@ def render_comment(report: dict[str, Any], context: ReportContext) -> str:
     return _join([MARKER, header, notice, failures, significant, compiled, unsure, mde, details, link])
 
 
-def comment_for(report: dict[str, Any], repository: str, pr_number: int, base_ref: str, dashboard_url: str) -> str:
+def comment_for(report: ComparisonReport, repository: str, pr_number: int, base_ref: str, dashboard_url: str) -> str:
     """``render_comment`` with its context spelled out: what the dashboard's compare page shows."""
     return render_comment(report, ReportContext(repository=repository, pr_number=pr_number, base_ref=base_ref,
                                                 dashboard_url=dashboard_url))
@@ -341,12 +342,12 @@ def _inconclusive(view: _View, budget: int) -> str:
     return "\n".join(lines)
 
 
-def _why_unsure(row: dict[str, Any]) -> str:
+def _why_unsure(row: BenchmarkVerdictRow) -> str:
     reason = _one_line(str(row.get("reason") or f"fewer than {MIN_ROUNDS} paired rounds"))
     return f"{reason} (noise {_plain_pct(row.get('noise_pct'))} per process)"
 
 
-def _spent(report: dict[str, Any]) -> str:
+def _spent(report: ComparisonReport) -> str:
     spent, budget = report.get("spent_s"), report.get("budget_s")
     if _finite(spent) and _finite(budget):
         return f" ({spent:.0f} s of {budget:.0f} s spent)"
@@ -421,30 +422,30 @@ def _more(count: int, noun: str) -> str:
     return f"_… {count} more {noun}{'' if count == 1 else 's'} on the dashboard._"
 
 
-def _delta(row: dict[str, Any]) -> str:
+def _delta(row: BenchmarkVerdictRow) -> str:
     text = _pct(row.get("change_pct"))
     return f"**{text}**" if row.get("direction") in ("regression", "improvement") else text
 
 
-def _interval(row: dict[str, Any]) -> str:
+def _interval(row: BenchmarkVerdictRow) -> str:
     low, high = row.get("ci_low"), row.get("ci_high")
     if not (_finite(low) and _finite(high)) or not _finite(row.get("threshold_pct")):
         return DASH  # too few rounds: the 0..0 placeholder interval would read as certainty
     return f"{low:+.1f} to {high:+.1f} %"
 
 
-def _threshold(row: dict[str, Any]) -> str:
+def _threshold(row: BenchmarkVerdictRow) -> str:
     value = row.get("threshold_pct")
     return f"±{value:.1f} %" if _finite(value) else DASH
 
 
-def _verdict(row: dict[str, Any]) -> str:
+def _verdict(row: BenchmarkVerdictRow) -> str:
     direction = str(row.get("direction") or "")
     return {"regression": "**regression**", "improvement": "**improvement**", "none": "no change",
             "inconclusive": "inconclusive"}.get(direction, _cell(direction) or DASH)
 
 
-def _roofline(row: dict[str, Any]) -> str:
+def _roofline(row: BenchmarkVerdictRow) -> str:
     base, head = row.get("base_roofline"), row.get("head_roofline")
     if not _finite(base) and not _finite(head):
         return DASH
@@ -458,7 +459,7 @@ def _fraction(value: Any) -> str:
     return f"{pct:.0f} %" if pct >= 10 else f"{pct:.1f} %"
 
 
-def _value(row: dict[str, Any], key: str) -> str:
+def _value(row: BenchmarkVerdictRow, key: str) -> str:
     value, unit = row.get(key), str(row.get("unit") or "")
     if not _finite(value):
         return DASH
@@ -529,7 +530,7 @@ def _size(parts: Sequence[str], sep: str = "\n\n") -> int:
     return sum(len(p) for p in parts) + len(sep) * max(len(parts) - 1, 0)
 
 
-def _name(row: dict[str, Any]) -> str:
+def _name(row: BenchmarkVerdictRow) -> str:
     return str(row.get("benchmark") or "")
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import asdict
-from typing import Any
 
 from sqlmodel import Session, select
 
@@ -18,6 +17,7 @@ from roofwatch.roofline import RooflineError
 from roofwatch.service.analysis import abtest, correctness
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.models import Benchmark, Commit, Comparison, ComparisonResult, Device, Repository, utcnow
+from roofwatch.service.core.reports import BenchmarkVerdictRow, ComparisonReport
 from roofwatch.service.records import compiled_artifacts
 from roofwatch.service.records.ingest import IngestError, upsert_benchmark, upsert_device
 from roofwatch.service.records.roofline import fraction_of_roofline, peaks_for
@@ -184,7 +184,7 @@ def results_of(session: Session, comparison_id: int) -> list[tuple[ComparisonRes
 
 
 def comparison_report(session: Session, comparison_id: int,
-                      results: list[tuple[ComparisonResult, Benchmark]] | None = None) -> dict[str, Any]:
+                      results: list[tuple[ComparisonResult, Benchmark]] | None = None) -> ComparisonReport:
     """A comparison as JSON-ready data: verdict, device, and one row per benchmark.
 
     What ``roofwatch compare --format json`` prints and what PR reports are rendered from.
@@ -197,7 +197,7 @@ def comparison_report(session: Session, comparison_id: int,
     base = session.get(Commit, comparison.base_commit_id)
     head = session.get(Commit, comparison.head_commit_id)
     device = session.get(Device, comparison.device_id) if comparison.device_id else None
-    rows = [{
+    rows: list[BenchmarkVerdictRow] = [{
         "benchmark": b.name, "suite": b.suite, "unit": b.unit, "higher_is_better": b.higher_is_better,
         "base_median": r.base_median, "head_median": r.head_median,
         "change_pct": r.change_pct, "ci_low": r.ci_low, "ci_high": r.ci_high, "p_value": r.p_value,
@@ -206,7 +206,7 @@ def comparison_report(session: Session, comparison_id: int,
         "base_roofline": r.base_roofline, "head_roofline": r.head_roofline,
     } for r, b in (results if results is not None else results_of(session, comparison_id))]
     # The benchmark whose noise sets the headline's smallest detectable change (the largest).
-    measured = [(r["mde_pct"], str(r["benchmark"])) for r in rows if isinstance(r["mde_pct"], float)]
+    measured = [(mde, r["benchmark"]) for r in rows if (mde := r.get("mde_pct")) is not None]
     return {
         "mde_benchmark": max(measured)[1] if measured else None,
         "id": comparison.id, "base": base.sha if base else None, "head": head.sha if head else None,
