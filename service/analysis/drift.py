@@ -5,7 +5,12 @@ rhythm — is no change, but a level test on wide windows calls it one: a 1 % si
 a staircase of "steps". Drift is modelled here as a smooth curve over the whole series, from a
 nested family of bases (``OPTIONS``): a straight line, one warm-up ``exp(-t/τ)``, line and all
 warm-ups, then cosines (a DCT-II basis) down to periods of ``2 × FIRST_PERIOD`` and then
-``MIN_PERIOD`` commits. Faster than that is not drift.
+``MIN_PERIOD`` commits. Faster than that is not drift. Beside them, one sinusoid (alone, or on a
+line) of a period between ``FIRST_PERIOD`` commits and the series' length — thermals or a
+nightly job's rhythm — whose period is read from the series (the strongest of a grid of
+frequencies, ``SINE_STEPS`` per 1/n apart) and charged ``SINE_COST`` parameters for it: a
+cosine basis needs a dozen columns for what a sinusoid says with two, and would lose on BIC to
+a staircase that follows it.
 
 Steps and drift compete in one regression: steps are eliminated backwards (the least significant
 first) with the drift's columns always in, and the model with drift is chosen only when it beats
@@ -30,6 +35,32 @@ FIRST_PERIOD = 50.0  # commits: the fastest cosine in the middle one
 WARMUP_TAUS = (4.0, 12.0, 36.0)  # commits: time constants of warm-ups that settle
 STEP_COST = 2.0  # extra BIC parameters per step, for having searched its place
 DRIFT_ALPHA = 1e-4  # per step, eliminating steps with the drift in
+SINE_STEPS = 4  # frequencies of the sinusoid grid per 1/n
+SINE_MAX = 32  # frequencies at most
+SINE_REFINE = 4  # the grid's best frequency is refined on 2 × this + 1 points between its neighbours
+SINE_COST = 2.0  # extra BIC parameters of a sinusoid, for having searched its period
+
+
+def frequencies(n: int) -> np.ndarray:
+    """The sinusoid grid, cycles per commit: from one cycle over the series to one per ``FIRST_PERIOD``."""
+    low, high = 1.0 / n, 1.0 / FIRST_PERIOD
+    if high <= low:
+        return np.zeros(0)
+    count = min(SINE_MAX, int(math.ceil(SINE_STEPS * n * (high - low))) + 1)
+    return np.linspace(low, high, count)
+
+
+def waves(n: int, f: np.ndarray) -> np.ndarray:
+    """A sine and a cosine column per frequency of ``f`` (cycles per commit), in that order."""
+    phase = 2 * np.pi * np.arange(n)[:, None] * np.asarray(f)[None, :]
+    return np.stack([np.sin(phase), np.cos(phase)], axis=2).reshape(n, -1)
+
+
+@lru_cache(maxsize=8)
+def grid_waves(n: int) -> np.ndarray:
+    out = waves(n, frequencies(n))
+    out.flags.writeable = False
+    return out
 
 
 @lru_cache(maxsize=8)
@@ -81,6 +112,7 @@ class Regression:
     def __init__(self, y: np.ndarray, w: np.ndarray) -> None:
         n = len(y)
         self.n = n
+        self.y, self.w = y, w
         self.full = np.column_stack([np.ones(n), basis(n)])
         weighted = self.full * w[:, None]
         self.zz = self.full.T @ weighted
@@ -91,8 +123,24 @@ class Regression:
         self.suffix_y = np.concatenate([np.cumsum((w * y)[::-1])[::-1], [0.0]])
         self._inverses: dict[tuple[int, ...], np.ndarray] = {}
 
-    def eliminate(self, steps: Sequence[int], columns: Sequence[int] | None, alpha: float) -> Fit:
-        """Backward elimination of ``steps`` (the least significant first) with drift ``columns`` of ``basis`` in."""
+    def add(self, columns: np.ndarray) -> list[int]:
+        """Drift columns beyond ``basis`` (a sinusoid of this series' period); their indexes, as ``basis``'s are given."""
+        new = np.asarray(columns, dtype=float).reshape(self.n, -1)
+        weighted = new * self.w[:, None]
+        first = self.full.shape[1] - 1
+        cross = self.full.T @ weighted
+        self.zz = np.block([[self.zz, cross], [cross.T, new.T @ weighted]])
+        self.zy = np.concatenate([self.zy, weighted.T @ self.y])
+        self.suffix_z = np.hstack([self.suffix_z, np.vstack([np.cumsum(weighted[::-1], axis=0)[::-1],
+                                                             np.zeros((1, new.shape[1]))])])
+        self.full = np.hstack([self.full, new])
+        return list(range(first, first + new.shape[1]))
+
+    def eliminate(self, steps: Sequence[int], columns: Sequence[int] | None, alpha: float, searched: float = 0.0) -> Fit:
+        """Backward elimination of ``steps`` (the least significant first) with drift ``columns`` of ``basis`` in.
+
+        ``searched``: extra BIC parameters the drift is charged for what was searched to choose it.
+        """
         fixed = [0, *(1 + c for c in (columns or ()))]
         k = np.asarray(sorted(set(steps)), dtype=int)
         key = tuple(fixed)
@@ -107,7 +155,7 @@ class Regression:
         active = list(range(len(k)))
         while True:
             if not active:
-                return Fit([], [], [], [], max(total, 1e-300), len(fixed))
+                return Fit([], [], [], [], max(total, 1e-300), len(fixed) + searched)
             try:
                 inverse = np.linalg.inv(gram[np.ix_(active, active)])
             except np.linalg.LinAlgError:
@@ -124,7 +172,7 @@ class Regression:
             worst = int(np.argmax(p))
             if p[worst] < alpha:
                 return Fit([int(k[i]) for i in active], coef.tolist(), se.tolist(), p.tolist(), rss,
-                           len(fixed) + len(active) * (1 + STEP_COST))
+                           len(fixed) + searched + len(active) * (1 + STEP_COST))
             active.pop(worst)
 
 
@@ -132,6 +180,32 @@ class Regression:
 class Choice:
     columns: list[int] | None  # the drift model's columns of ``basis``; None: no drift
     fit: Fit
+
+
+def _strongest_sines(regression: Regression, level_steps: Sequence[int]) -> list[float]:
+    """Frequencies of the strongest sinusoid in the series, and in what its level steps leave: the best of the grid,
+    then refined between its neighbours (a period off by a few commits is a phase off by a radian at the ends)."""
+    n = regression.n
+    grid = frequencies(n)
+    if not len(grid):
+        return []
+    y, w = regression.y, regression.w
+    spacing = grid[1] - grid[0] if len(grid) > 1 else grid[0] / 2
+
+    def power(r: np.ndarray, columns: np.ndarray) -> np.ndarray:
+        return (((w * r) @ columns) ** 2 / (w @ (columns * columns))).reshape(-1, 2).sum(axis=1)
+
+    bounds = [0, *sorted(set(level_steps)), n]
+    stepped = y.copy()
+    for s, e in zip(bounds, bounds[1:]):
+        if e > s and w[s:e].sum() > 0:
+            stepped[s:e] -= np.average(y[s:e], weights=w[s:e])
+    out: list[float] = []
+    for r in (y - np.average(y, weights=w), stepped):
+        best = grid[int(np.argmax(power(r, grid_waves(n))))]
+        fine = np.linspace(max(best - spacing, 0.5 / n), min(best + spacing, grid[-1]), 2 * SINE_REFINE + 1)
+        out.append(float(fine[int(np.argmax(power(r, waves(n, fine))))]))
+    return sorted(set(out))
 
 
 def choose(regression: Regression, candidates: Sequence[int], level_steps: Sequence[int]) -> Choice:
@@ -145,8 +219,12 @@ def choose(regression: Regression, candidates: Sequence[int], level_steps: Seque
     plain = min((regression.eliminate(pool, None, DRIFT_ALPHA), regression.eliminate(level_steps, None, 1.0)),
                 key=lambda f: f.bic(n))
     best = Choice(None, plain)
-    for columns in options(n):
-        fit = regression.eliminate(pool, columns, DRIFT_ALPHA)
+    drifts = [(columns, 0.0) for columns in options(n)]
+    for f in _strongest_sines(regression, level_steps):
+        wave = regression.add(waves(n, np.array([f])))
+        drifts += [(wave, SINE_COST), ([0, *wave], SINE_COST)]
+    for columns, searched in drifts:
+        fit = regression.eliminate(pool, columns, DRIFT_ALPHA, searched)
         if fit.bic(n) < best.fit.bic(n):
             best = Choice(columns, fit)
     return best

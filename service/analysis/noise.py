@@ -63,6 +63,22 @@ def running_median(x: np.ndarray, half_width: int = HAMPEL_HALF_WIDTH) -> np.nda
     return np.median(window, axis=1)
 
 
+def running_median_bounds(x: np.ndarray, half_width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The two middle values of each point's neighbourhood, NaNs skipped (equal for an odd count; NaN when none).
+
+    Any value between them is a median. Beside a step, with a suspect dropped from the window and half of
+    it on either side, their average lies midway up the step: a point cleaned towards it becomes an outlier
+    the cleaning made, so ``clean`` takes the bound nearest to the point's own value instead.
+    """
+    padded = np.pad(x, half_width, mode="edge")
+    window = np.sort(np.lib.stride_tricks.sliding_window_view(padded, 2 * half_width + 1), axis=1)  # NaNs last
+    count = np.sum(~np.isnan(window), axis=1)
+    rows = np.arange(len(x))
+    low = window[rows, np.maximum(count - 1, 0) // 2]
+    high = window[rows, np.maximum(count // 2, 0)] if len(x) else low
+    return low, np.where(count > 0, high, np.nan)
+
+
 def rank_shifts(x: np.ndarray, min_size: int, alpha: float = ROUGH_ALPHA) -> list[int]:
     """Level shifts by binary segmentation on the Mann-Whitney statistic (Pettitt 1979), Bonferroni per stretch.
 
@@ -177,7 +193,9 @@ def clean(x: np.ndarray, noise: Noise) -> tuple[np.ndarray, np.ndarray]:
         # the level is read again without the suspects: beside a slow episode a normal point
         # looks far from a 7-point median, and two episodes three commits apart would lift
         # each other's replacement into a bump
-        median = running_median(np.where(suspect, np.nan, values), LEVEL_HALF_WIDTH)
+        low, high = running_median_bounds(np.where(suspect, np.nan, values), LEVEL_HALF_WIDTH)
+        # a suspect is replaced by the middle of its neighbours; a kept point is clipped towards the median nearest it
+        median = np.where(suspect, (low + high) / 2, np.clip(values, low, high))
         median = np.where(np.isnan(median), running_median(values, LEVEL_HALF_WIDTH), median)
         residual = values - median
         far = suspect & (np.abs(residual) > HAMPEL_K * sigma)
