@@ -42,7 +42,7 @@ from roofwatch.service.analysis.noise import Noise, clean, read_noise, robust_si
 
 __all__ = ["ChangePoint", "detect", "robust_sigma"]
 
-DEFAULT_ALPHA = 1e-5  # per level step, in its local windows (chosen on bench/changepoints histories, seeds 0-2)
+DEFAULT_ALPHA = 3e-5  # per level step, in its local windows (chosen on the acceptance histories, seeds 0-9)
 DEFAULT_MIN_EFFECT = 0.0  # relative; the team's floor is applied by the A/B that confirms a candidate
 DEFAULT_MIN_SIZE = 5  # points needed on each side of a change
 DEFAULT_WINDOW = 80  # points either side used to test and size a level step
@@ -52,6 +52,9 @@ SHARP_ALPHA = 1e-6  # per step, with drift in the model
 REACH = 3  # commits a candidate may move when its position is refined
 MIX_ALPHA = 1e-3  # per stretch of the slow-mode share
 MIX_APART = 3  # a mix change this close to a location step is that step
+EPISODE = 3  # commits a busy neighbour may slow in a row: a short side must hold without its EPISODE most telling points
+MIN_WEIGHT = 3.0  # fast-mode points' worth of weight each side of a step needs
+SHORT_SIDE = 12  # ... when it has fewer points than this
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,9 @@ class _Sums:
         self.wy = np.concatenate([[0.0], np.cumsum(w * y)])
         self.wyy = np.concatenate([[0.0], np.cumsum(w * y * y)])
 
+    def mean(self, lo: int, hi: int) -> float:
+        return float((self.wy[hi] - self.wy[lo]) / max(self.w[hi] - self.w[lo], 1e-300))
+
     def step(self, k: np.ndarray | int, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, int]:
         """Weighted two-sample step at ``k`` (scalar or array) within ``[lo, hi)``: (log step, se, dof)."""
         wl, wr = self.w[k] - self.w[lo], self.w[hi] - self.w[k]
@@ -106,8 +112,68 @@ def _window(cps: Sequence[int], n: int, i: int, width: int) -> tuple[int, int]:
 def _level_test(sums: _Sums, k: int, lo: int, hi: int) -> _Step | None:
     if k - lo < 2 or hi - k < 2:
         return None
+    if min(sums.w[k] - sums.w[lo], sums.w[hi] - sums.w[k]) < MIN_WEIGHT:
+        return None  # a side of slow-mode points barely says where the fast mode is
     d, se, dof = sums.step(k, lo, hi)
     return _Step(float(d), float(se), _t_p(float(d / se), dof))
+
+
+def _episode_test(y: np.ndarray, w: np.ndarray, k: int, lo: int, hi: int) -> _Step | None:
+    """The level test with the ``EPISODE`` points of the short side that most favour the step left out.
+
+    A side of a few commits can be one episode of a noisy neighbour (slow runs, clipped but not
+    replaced when they sit a few deviations out), or a bump between two close steps made of one:
+    what is left of it must still differ.
+    """
+    left, right = np.arange(lo, k), np.arange(k, hi)
+    short_right = len(right) <= len(left)
+    short = right if short_right else left
+    if len(short) - EPISODE < 2:
+        return None
+    d = np.average(y[right], weights=w[right]) - np.average(y[left], weights=w[left])
+    sign = (1.0 if d > 0 else -1.0) * (1.0 if short_right else -1.0)
+    kept = short[np.argsort(-sign * y[short], kind="stable")[EPISODE:]]
+    left, right = (left, np.sort(kept)) if short_right else (np.sort(kept), right)
+    wl, wr = w[left], w[right]
+    ml, mr = np.average(y[left], weights=wl), np.average(y[right], weights=wr)
+    rss = float(wl @ (y[left] - ml) ** 2 + wr @ (y[right] - mr) ** 2)
+    dof = len(left) + len(right) - 2
+    se = math.sqrt(max(rss, 1e-300) / max(dof, 1) * (1 / wl.sum() + 1 / wr.sum()))
+    return _Step(float(mr - ml), se, _t_p(float(mr - ml) / se, dof))
+
+
+def _bump(sums: _Sums, cps: Sequence[int], i: int, width: int) -> tuple[int, int] | None:
+    """The window of step ``i`` when its short side (under ``SHORT_SIDE`` points) is a bump or a dip between it and
+    a neighbouring step — above or below both sides, as one episode of a noisy neighbour would stand; else None.
+
+    A short side at an end of the series is a change too new to have outlasted an episode (trimming it would only
+    delay a new change), and a short stair between two steps the same way is no episode.
+    """
+    n = len(sums.w) - 1
+    k = cps[i]
+    lo, hi = _window(cps, n, i, width)
+    short_left = k - lo <= hi - k
+    if min(k - lo, hi - k) >= SHORT_SIDE or (short_left and i == 0) or (not short_left and i + 1 == len(cps)):
+        return None
+    if short_left:  # the short stretch [lo, k) against what lies before its other step, and after k
+        other = _window(cps, n, i - 1, width)[0]
+        inner, outer, far = sums.mean(lo, k), sums.mean(k, hi), sums.mean(other, lo)
+    else:
+        other = _window(cps, n, i + 1, width)[1]
+        inner, outer, far = sums.mean(k, hi), sums.mean(lo, k), sums.mean(hi, other)
+    return (lo, hi) if (inner - outer) * (inner - far) > 0 else None
+
+
+def _short_side_test(y: np.ndarray, w: np.ndarray, sums: _Sums, cps: Sequence[int], i: int, width: int
+                     ) -> _Step | None:
+    """The level test of step ``i``; when a short side is a bump, the less significant of it and ``_episode_test``."""
+    lo, hi = _window(cps, len(y), i, width)
+    test = _level_test(sums, cps[i], lo, hi)
+    if test is None or _bump(sums, cps, i, width) is None:
+        return test
+    trimmed = _episode_test(y, w, cps[i], lo, hi)
+    return test if trimmed is not None and trimmed.p_value <= test.p_value else _Step(
+        test.log_step, test.se, 1.0 if trimmed is None else trimmed.p_value)
 
 
 def _sharp_test(y: np.ndarray, w: np.ndarray, k: int, lo: int, hi: int) -> _Step | None:
@@ -165,7 +231,7 @@ def _eliminate_local(y: np.ndarray, w: np.ndarray, sums: _Sums, cps: Sequence[in
         tests = []
         for i, k in enumerate(cps):
             lo, hi = _window(cps, n, i, width)
-            tests.append(_sharp_test(y, w, k, lo, hi) if sharp else _level_test(sums, k, lo, hi))
+            tests.append(_sharp_test(y, w, k, lo, hi) if sharp else _short_side_test(y, w, sums, cps, i, width))
         p = [1.0 if t is None else t.p_value for t in tests]
         if not cps or max(p) < alpha:
             return [(k, t) for k, t in zip(cps, tests) if t is not None]
@@ -199,9 +265,16 @@ def _mix_changes(slow: np.ndarray, min_size: int) -> list[tuple[int, float]]:
             continue
         k = np.arange(min_size, n - min_size + 1)
         left = np.cumsum(m[start:end])[k - 1]
-        z = np.abs(left / k - (m[start:end].sum() - left) / (n - k)) / np.sqrt(share * (1 - share) * (1 / k + 1 / (n - k)))
-        best = int(np.argmax(z))
-        p = float(2 * special.ndtr(-z[best])) * len(k)
+        right = m[start:end].sum() - left
+        scale = np.sqrt(share * (1 - share) * (1 / k + 1 / (n - k)))
+        best = int(np.argmax(np.abs(left / k - right / (n - k)) / scale))
+        kb, lb, rb = int(k[best]), float(left[best]), float(right[best])
+        # a short side's surplus of slow points must outlast one episode of a noisy neighbour
+        if kb < SHORT_SIDE and lb / kb > rb / (n - kb):
+            lb = max(lb - EPISODE, 0.0)
+        elif n - kb < SHORT_SIDE and rb / (n - kb) > lb / kb:
+            rb = max(rb - EPISODE, 0.0)
+        p = float(2 * special.ndtr(-abs(lb / kb - rb / (n - kb)) / scale[best])) * len(k)
         if p >= MIX_ALPHA:
             continue
         split = start + int(k[best])
@@ -247,8 +320,16 @@ def _level_steps(x: np.ndarray, noise: Noise, alpha: float, min_size: int, windo
         return y, w, _eliminate_local(y, w, sums, _refine(sums, level, n, window), alpha, window)
     sharp = [k for k, _ in _eliminate_local(y, w, sums, level, SHARP_ALPHA, SHARP_WINDOW, sharp=True)]
     kept = regression.eliminate(sorted(set(choice.fit.steps) | set(sharp)), choice.columns, SHARP_ALPHA).steps
+    kept = _refine(sums, kept, n, SHARP_WINDOW)
+    while True:  # a side of a few commits must not be one episode of a noisy neighbour
+        bumps = [_bump(sums, kept, i, window) for i in range(len(kept))]
+        short = [_Step(0.0, 1.0, 0.0) if bump is None else _episode_test(y, w, k, *bump) for k, bump in zip(kept, bumps)]
+        p = [1.0 if t is None else t.p_value for t in short]
+        if not kept or max(p) < alpha:
+            break
+        kept.pop(int(np.argmax(p)))
     # sized with the drift in: a step on a slope is not the difference of the windows' means
-    fit = regression.eliminate(_refine(sums, kept, n, SHARP_WINDOW), choice.columns, 1.0)
+    fit = regression.eliminate(kept, choice.columns, 1.0)
     return y, w, [(k, _Step(d, se, p)) for k, d, se, p in zip(fit.steps, fit.log_steps, fit.ses, fit.p_values)]
 
 

@@ -37,6 +37,7 @@ STEP_COST = 2.0  # extra BIC parameters per step, for having searched its place
 DRIFT_ALPHA = 1e-4  # per step, eliminating steps with the drift in
 SINE_STEPS = 4  # frequencies of the sinusoid grid per 1/n
 SINE_MAX = 32  # frequencies at most
+WARMUP_COST = 1.0  # extra BIC parameters of a single warm-up, for having chosen its time constant
 SINE_REFINE = 4  # the grid's best frequency is refined on 2 × this + 1 points between its neighbours
 SINE_COST = 2.0  # extra BIC parameters of a sinusoid, for having searched its period
 
@@ -219,7 +220,7 @@ def choose(regression: Regression, candidates: Sequence[int], level_steps: Seque
     plain = min((regression.eliminate(pool, None, DRIFT_ALPHA), regression.eliminate(level_steps, None, 1.0)),
                 key=lambda f: f.bic(n))
     best = Choice(None, plain)
-    drifts = [(columns, 0.0) for columns in options(n)]
+    drifts = [(columns, WARMUP_COST if len(columns) == 1 and columns[0] > 0 else 0.0) for columns in options(n)]
     for f in _strongest_sines(regression, level_steps):
         wave = regression.add(waves(n, np.array([f])))
         drifts += [(wave, SINE_COST), ([0, *wave], SINE_COST)]

@@ -52,9 +52,15 @@ def robust_sigma(x: np.ndarray) -> float:
     return float(MAD_TO_SD * np.median(np.abs(d - np.median(d))) / math.sqrt(2))
 
 
+def _pad(x: np.ndarray, half_width: int) -> np.ndarray:
+    """``x`` mirrored at its ends (the end point not repeated): padding with the end value would give one or two
+    slow runs at the very end a majority of their own window, and the filter would take them for a step."""
+    return np.pad(x, half_width, mode="reflect" if len(x) > half_width else "edge")
+
+
 def running_median(x: np.ndarray, half_width: int = HAMPEL_HALF_WIDTH) -> np.ndarray:
-    """Median of each point's ``2 * half_width + 1`` neighbourhood, the ends padded with their own value; NaNs skipped."""
-    padded = np.pad(x, half_width, mode="edge")
+    """Median of each point's ``2 * half_width + 1`` neighbourhood, the ends mirrored; NaNs skipped."""
+    padded = _pad(x, half_width)
     window = np.lib.stride_tricks.sliding_window_view(padded, 2 * half_width + 1)
     if np.isnan(x).any():
         with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -70,7 +76,7 @@ def running_median_bounds(x: np.ndarray, half_width: int) -> tuple[np.ndarray, n
     it on either side, their average lies midway up the step: a point cleaned towards it becomes an outlier
     the cleaning made, so ``clean`` takes the bound nearest to the point's own value instead.
     """
-    padded = np.pad(x, half_width, mode="edge")
+    padded = _pad(x, half_width)
     window = np.sort(np.lib.stride_tricks.sliding_window_view(padded, 2 * half_width + 1), axis=1)  # NaNs last
     count = np.sum(~np.isnan(window), axis=1)
     rows = np.arange(len(x))
