@@ -313,6 +313,8 @@ def _level_steps(x: np.ndarray, noise: Noise, alpha: float, min_size: int, windo
     y, w = clean(x, noise)
     sums = _Sums(y, w)
     candidates = _candidates(sums, noise.sigma, n, min_size)
+    if not candidates:
+        return y, w, []  # no step to keep, with drift or without
     level = [k for k, _ in _eliminate_local(y, w, sums, candidates, alpha, window)]
     regression = drift.Regression(y, w)
     choice = drift.choose(regression, candidates, level)

@@ -38,7 +38,8 @@ DRIFT_ALPHA = 1e-4  # per step, eliminating steps with the drift in
 SINE_STEPS = 4  # frequencies of the sinusoid grid per 1/n
 SINE_MAX = 32  # frequencies at most
 WARMUP_COST = 1.0  # extra BIC parameters of a single warm-up, for having chosen its time constant
-SINE_REFINE = 4  # the grid's best frequency is refined on 2 × this + 1 points between its neighbours
+SINE_REFINE = 4  # the grid's best frequency is refined on 2 × this + 1 points between its neighbours, twice
+STRONGEST_MARGIN = 5  # points each side of the single strongest step taken out before a sinusoid is looked for
 SINE_COST = 2.0  # extra BIC parameters of a sinusoid, for having searched its period
 
 
@@ -184,8 +185,9 @@ class Choice:
 
 
 def _strongest_sines(regression: Regression, level_steps: Sequence[int]) -> list[float]:
-    """Frequencies of the strongest sinusoid in the series, and in what its level steps leave: the best of the grid,
-    then refined between its neighbours (a period off by a few commits is a phase off by a radian at the ends)."""
+    """Frequencies of the strongest sinusoid in the series, in what its level steps leave, and in what its strongest
+    single step leaves (a staircase can follow a sinusoid away, one step cannot): the best of the grid, then refined
+    twice between its neighbours (a period off by a few commits is a phase off by a radian at the ends)."""
     n = regression.n
     grid = frequencies(n)
     if not len(grid):
@@ -193,20 +195,41 @@ def _strongest_sines(regression: Regression, level_steps: Sequence[int]) -> list
     y, w = regression.y, regression.w
     spacing = grid[1] - grid[0] if len(grid) > 1 else grid[0] / 2
 
-    def power(r: np.ndarray, columns: np.ndarray) -> np.ndarray:
-        return (((w * r) @ columns) ** 2 / (w @ (columns * columns))).reshape(-1, 2).sum(axis=1)
+    line = np.column_stack([np.ones(n), np.arange(n) / n - 0.5])
+    line_inverse = np.linalg.inv(line.T @ (line * w[:, None]))
 
-    bounds = [0, *sorted(set(level_steps)), n]
-    stepped = y.copy()
-    for s, e in zip(bounds, bounds[1:]):
-        if e > s and w[s:e].sum() > 0:
-            stepped[s:e] -= np.average(y[s:e], weights=w[s:e])
-    out: list[float] = []
-    for r in (y - np.average(y, weights=w), stepped):
+    def power(r: np.ndarray, columns: np.ndarray) -> np.ndarray:
+        """What a sine and cosine of each frequency add to a level and line, by weighted least squares."""
+        columns = columns - line @ (line_inverse @ (line.T @ (columns * w[:, None])))
+        sines, cosines = columns[:, 0::2], columns[:, 1::2]
+        ss, cc, sc = w @ (sines * sines), w @ (cosines * cosines), w @ (sines * cosines)
+        bs, bc = (w * r) @ sines, (w * r) @ cosines
+        det = np.maximum(ss * cc - sc * sc, 1e-300)
+        return (cc * bs * bs - 2 * sc * bs * bc + ss * bc * bc) / det
+
+    def without(steps: Sequence[int]) -> np.ndarray:
+        bounds = [0, *sorted(set(steps)), n]
+        out = y.copy()
+        for s, e in zip(bounds, bounds[1:]):
+            if e > s and w[s:e].sum() > 0:
+                out[s:e] -= np.average(y[s:e], weights=w[s:e])
+        return out
+
+    cw, cy = np.cumsum(w)[:-1], np.cumsum(w * y)[:-1]
+    wl, wr = np.maximum(cw, 1e-300), np.maximum(cw[-1] + w[-1] - cw, 1e-300)
+    gain = (cy / wl - (cy[-1] + w[-1] * y[-1] - cy) / wr) ** 2 * wl * wr / (wl + wr)
+    strongest = 1 + int(np.argmax(gain[STRONGEST_MARGIN:n - 1 - STRONGEST_MARGIN])) + STRONGEST_MARGIN \
+        if n > 2 * STRONGEST_MARGIN + 2 else None
+    found: list[float] = []
+    for r in (without([]), without(level_steps), *([without([strongest])] if strongest else [])):
         best = grid[int(np.argmax(power(r, grid_waves(n))))]
-        fine = np.linspace(max(best - spacing, 0.5 / n), min(best + spacing, grid[-1]), 2 * SINE_REFINE + 1)
-        out.append(float(fine[int(np.argmax(power(r, waves(n, fine))))]))
-    return sorted(set(out))
+        width = spacing
+        for _ in range(2):
+            fine = np.linspace(max(best - width, 0.5 / n), min(best + width, grid[-1]), 2 * SINE_REFINE + 1)
+            best = float(fine[int(np.argmax(power(r, waves(n, fine))))])
+            width /= SINE_REFINE
+        found.append(round(best, 12))
+    return sorted(set(found))
 
 
 def choose(regression: Regression, candidates: Sequence[int], level_steps: Sequence[int]) -> Choice:

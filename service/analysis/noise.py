@@ -41,6 +41,7 @@ HAMPEL_K = 4.0
 LEVEL_HALF_WIDTH = 7  # the level outliers are replaced by and clipped towards: 15 points, so a few
 # points of an unrecognised second mode in a row do not carry it
 HUBER_K = 2.5
+RUNS_Z = -8.0  # slow points this much more bunched than interleaved modes would be are a moved level
 SCALE_FLOOR = 1e-9  # a series of identical values still gets a finite scale
 
 
@@ -154,6 +155,21 @@ class Noise:
         return bool(self.slow.any())
 
 
+def runs_z(labels: np.ndarray) -> float:
+    """Wald-Wolfowitz runs test: z of the number of runs of equal labels against independent labels.
+
+    A process's mode is drawn afresh each run, so modes interleave; "slow" points that sit together in a
+    few long runs are a level that moved (a bump of a dozen commits), not a second mode.
+    """
+    n = len(labels)
+    ones = float(labels.sum())
+    zeros = n - ones
+    runs = 1 + int(np.count_nonzero(labels[1:] != labels[:-1]))
+    mean = 1 + 2 * ones * zeros / n
+    var = 2 * ones * zeros * (2 * ones * zeros - n) / (n * n * (n - 1))
+    return (runs - mean) / math.sqrt(var) if var > 0 else 0.0
+
+
 def read_noise(x: np.ndarray, min_size: int, steps: Sequence[int] | None = None) -> Noise:
     """The noise model of log-values ``x``; ``slow`` is all False for a unimodal series.
 
@@ -177,7 +193,7 @@ def read_noise(x: np.ndarray, min_size: int, steps: Sequence[int] | None = None)
         fast_level[s:e] = group.low if group is not None else float(np.median(x[s:e]))
     residual = x - fast_level
     slow = residual > gap / 2
-    if slow.sum() < 3 or (~slow).sum() < 3:
+    if slow.sum() < 3 or (~slow).sum() < 3 or runs_z(slow) < RUNS_Z:
         return unimodal
     offset = float(np.median(residual[slow]))
     fast_sigma = max(robust_sigma(x[~slow]), SCALE_FLOOR)
@@ -204,6 +220,9 @@ def clean(x: np.ndarray, noise: Noise) -> tuple[np.ndarray, np.ndarray]:
         median = np.where(suspect, (low + high) / 2, np.clip(values, low, high))
         median = np.where(np.isnan(median), running_median(values, LEVEL_HALF_WIDTH), median)
         residual = values - median
-        far = suspect & (np.abs(residual) > HAMPEL_K * sigma)
+        # at either end the 7-point window cannot tell an episode from a step (it holds a majority of it), the
+        # 15-point one can: a change needs min_size points before it is seen anyway
+        end = np.minimum(np.arange(len(values)), np.arange(len(values))[::-1]) < HAMPEL_HALF_WIDTH
+        far = (suspect | end) & (np.abs(residual) > HAMPEL_K * sigma)
         out[index] = np.where(far, median, median + np.clip(residual, -HUBER_K * sigma, HUBER_K * sigma))
     return out, weight
