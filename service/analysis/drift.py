@@ -198,12 +198,14 @@ def _strongest_sines(regression: Regression, level_steps: Sequence[int]) -> list
     line = np.column_stack([np.ones(n), np.arange(n) / n - 0.5])
     line_inverse = np.linalg.inv(line.T @ (line * w[:, None]))
 
-    def power(r: np.ndarray, columns: np.ndarray) -> np.ndarray:
-        """What a sine and cosine of each frequency add to a level and line, by weighted least squares."""
+    def power(residuals: np.ndarray, columns: np.ndarray) -> np.ndarray:
+        """What a sine and cosine of each frequency add to a level and line, by weighted least squares: one row per
+        residual (a column of ``residuals``), one column per frequency."""
         columns = columns - line @ (line_inverse @ (line.T @ (columns * w[:, None])))
         sines, cosines = columns[:, 0::2], columns[:, 1::2]
         ss, cc, sc = w @ (sines * sines), w @ (cosines * cosines), w @ (sines * cosines)
-        bs, bc = (w * r) @ sines, (w * r) @ cosines
+        weighted = residuals.T * w
+        bs, bc = weighted @ sines, weighted @ cosines
         det = np.maximum(ss * cc - sc * sc, 1e-300)
         return (cc * bs * bs - 2 * sc * bs * bc + ss * bc * bc) / det
 
@@ -220,16 +222,15 @@ def _strongest_sines(regression: Regression, level_steps: Sequence[int]) -> list
     gain = (cy / wl - (cy[-1] + w[-1] * y[-1] - cy) / wr) ** 2 * wl * wr / (wl + wr)
     strongest = 1 + int(np.argmax(gain[STRONGEST_MARGIN:n - 1 - STRONGEST_MARGIN])) + STRONGEST_MARGIN \
         if n > 2 * STRONGEST_MARGIN + 2 else None
-    found: list[float] = []
-    for r in (without([]), without(level_steps), *([without([strongest])] if strongest else [])):
-        best = grid[int(np.argmax(power(r, grid_waves(n))))]
-        width = spacing
-        for _ in range(2):
-            fine = np.linspace(max(best - width, 0.5 / n), min(best + width, grid[-1]), 2 * SINE_REFINE + 1)
-            best = float(fine[int(np.argmax(power(r, waves(n, fine))))])
-            width /= SINE_REFINE
-        found.append(round(best, 12))
-    return sorted(set(found))
+    residuals = np.column_stack([without([]), without(level_steps), *([without([strongest])] if strongest else [])])
+    best = grid[np.argmax(power(residuals, grid_waves(n)), axis=1)]
+    width = spacing
+    for _ in range(2):  # each residual's best, refined between its neighbours; all evaluated at once
+        fine = np.linspace(np.maximum(best - width, 0.5 / n), np.minimum(best + width, grid[-1]), 2 * SINE_REFINE + 1).T
+        scores = power(residuals, waves(n, fine.ravel())).reshape(len(best), len(best), -1)
+        best = fine[np.arange(len(best)), np.argmax(scores[np.arange(len(best)), np.arange(len(best))], axis=1)]
+        width /= SINE_REFINE
+    return sorted({round(float(f), 12) for f in best})
 
 
 def choose(regression: Regression, candidates: Sequence[int], level_steps: Sequence[int]) -> Choice:
