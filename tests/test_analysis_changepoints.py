@@ -95,6 +95,7 @@ def test_noise_alone_is_no_change(kind: str, seed: int) -> None:
     ("autotuner 5 % apart", 0.02),  # smaller than the gap between the modes
     ("GPU modes", 0.05),  # the slow band is 25 % wide: the fast mode carries the step
     ("GPU modes", -0.10),
+    ("GPU modes", -0.22),  # the old fast mode lands where the new slow band begins: placed on the raw values
     ("linear drift 4 %", 0.02),
     ("sinusoidal drift 1 %", -0.03),
     ("slow sinusoid 1.5 %", 0.02),
@@ -273,3 +274,13 @@ def test_a_point_beside_a_step_is_not_cleaned_midway_up_it() -> None:
     x[117] += 0.02  # a suspect 7 commits after the step
     y, _w = clean(x, read_noise(x, 5))
     assert np.all(np.abs(y[110:116] - np.log(1.3)) < 0.02) and np.all(np.abs(y[104:110]) < 0.02)
+
+
+def test_a_step_of_a_gpu_series_is_placed_where_its_fast_mode_moved() -> None:
+    """An H200-like history (acceptance generator, tuning seed 0): −20 % at commit 106 puts the new slow band
+    where the old fast mode was; cleaned, the points between lose their weight, and only the raw values place it."""
+    from bench.changepoints.histories import cell
+    history = cell("bimodal", 0.01, 16, 0)[15]
+    assert history.detail == "gpu" and [(c.index, c.size) for c in history.changes] == [(106, -0.2)]
+    (cp,) = detect(history.values)
+    assert abs(cp.index - 106) <= 1 and cp.change_pct == pytest.approx(-20, abs=1)

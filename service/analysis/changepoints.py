@@ -53,6 +53,7 @@ REACH = 3  # commits a candidate may move when its position is refined
 MIX_ALPHA = 1e-3  # per stretch of the slow-mode share
 MIX_APART = 3  # a mix change this close to a location step is that step
 EPISODE = 3  # commits a busy neighbour may slow in a row: a short side must hold without its EPISODE most telling points
+MODE_REACH = 8  # commits a step of a bimodal series may move when placed on the raw values
 MIN_WEIGHT = 3.0  # fast-mode points' worth of weight each side of a step needs
 SHORT_SIDE = 12  # ... when it has fewer points than this
 
@@ -252,6 +253,37 @@ def _refine(sums: _Sums, cps: Sequence[int], n: int, width: int, reach: int = RE
     return sorted(set(out))
 
 
+def _mode_split(x: np.ndarray, noise: Noise, y: np.ndarray, w: np.ndarray, positions: Sequence[int], i: int,
+                reach: int = MODE_REACH) -> int:
+    """Where step ``i`` of a bimodal series lies, read from the raw values: the split within ``reach`` that makes
+    the points before it likeliest on either mode of the level before, and those after on either mode after.
+
+    Near a step the modes are misread (the old fast mode sits where the new slow band begins), those points
+    weigh little once cleaned, and the weighted test cannot place the step among them.
+    """
+    n = len(x)
+    k = positions[i]
+    lo = positions[i - 1] if i else 0
+    hi = positions[i + 1] if i + 1 < len(positions) else n
+    a, b = max(lo + 2, k - reach), min(hi - 2, k + reach)
+    before, after = slice(max(lo, a - 4 * reach), a), slice(b, min(hi, b + 4 * reach))
+    if b <= a or a - before.start < 3 or after.stop - b < 3:
+        return k
+    levels = [float(np.average(y[part], weights=w[part])) for part in (before, after)]
+    spread = max(noise.slow_sigma, noise.sigma)
+
+    def cost(level: float) -> np.ndarray:
+        fast = ((x[a:b] - level) / noise.sigma) ** 2
+        slow = ((x[a:b] - level - noise.offset) / spread) ** 2 + 2 * math.log(spread / noise.sigma)
+        return np.minimum(fast, slow)
+
+    pre, post = cost(levels[0]), cost(levels[1])
+    total = np.concatenate([[0.0], np.cumsum(pre)]) + np.concatenate([np.cumsum(post[::-1])[::-1], [0.0]])
+    splits = np.arange(a, b + 1)
+    best = np.flatnonzero(total <= total.min() + 1e-9)
+    return int(splits[best[np.argmin(np.abs(splits[best] - k))]])
+
+
 def _mix_changes(slow: np.ndarray, min_size: int) -> list[tuple[int, float]]:
     """Where the share of slow-mode points moved: binary segmentation of a binomial CUSUM, Bonferroni per stretch."""
     m = slow.astype(float)
@@ -295,8 +327,10 @@ def detect(values: Sequence[float] | np.ndarray, *, alpha: float = DEFAULT_ALPHA
     noise = read_noise(x, min_size)
     y, w, steps = _level_steps(x, noise, alpha, min_size, window)
     if noise.bimodal and steps:
-        # read the modes again within the steps just found, and look again with them
-        noise = read_noise(x, min_size, [k for k, _ in steps])
+        # read the modes again within the steps just found (placed on the raw values, see _mode_split), and
+        # look again with them
+        first = [k for k, _ in steps]
+        noise = read_noise(x, min_size, sorted({_mode_split(x, noise, y, w, first, i) for i in range(len(first))}))
         y, w, steps = _level_steps(x, noise, alpha, min_size, window)
     positions = [k for k, _ in steps]
     found = [_location(raw, rows, y, w, noise, positions, i, step, window) for i, (_, step) in enumerate(steps)]
