@@ -16,13 +16,19 @@ change must be worth is the team's ``min_effect``, applied by the A/B that confi
 3. **Level steps** — each candidate is tested on the windows either side of it, bounded by its
    neighbours (weighted two-sample t, ``ALPHA``); the weakest failing one is dropped and the rest
    tested again until all hold (backward elimination, as E-divisive implementations in Otava do
-   after each removal). Positions are refined to the best split within ``REACH`` commits.
-4. **Drift** — a smooth drift competes with the steps on BIC (``drift.choose``). When it wins,
-   the steps kept are those that hold with the drift in, or that stand out of a local line and
-   curve (``SHARP_ALPHA``): a clean drifting series keeps none, a step on top of drift stays.
+   after each removal). Positions are refined to the best split within ``REACH`` commits. A
+   bump or dip of under ``SHORT_SIDE`` commits between two steps must still hold with its
+   ``EPISODE`` most telling points left out (one episode of a noisy neighbour is no change),
+   and each side needs ``MIN_WEIGHT`` fast points' worth of weight. In a bimodal series each
+   step is placed on the raw values before the modes are read again (``_mode_split``).
+4. **Drift** — a smooth drift competes with the steps on BIC (``drift.choose``): a line,
+   warm-ups, cosines, and a sinusoid of the series' own period. When it wins, the steps kept
+   are those that hold with the drift in, or that stand out of a local line and curve
+   (``SHARP_ALPHA``): a clean drifting series keeps none, a step on top of drift stays.
 5. **Mix** — in a bimodal series, the share of slow-mode points is segmented too (binary
-   segmentation of a binomial CUSUM, ``MIX_ALPHA`` per stretch); a move of the share where no
-   location step is becomes a change with ``shift == "mix"``.
+   segmentation of a binomial CUSUM, ``MIX_ALPHA`` per stretch, a short stretch's surplus of
+   slow points outlasting one episode); a move of the share where no location step is becomes
+   a change with ``shift == "mix"``.
 
 Values are positive numbers (times, or throughputs); non-finite and non-positive entries are
 skipped and indexes always refer to the input rows.

@@ -10,9 +10,12 @@ from the series itself, each robust to the steps it may hold:
   blind to how the noise is shaped) is split in two by 1-D 2-means (Fisher's exact grouping
   for one dimension); when most of the series splits cleanly — a gap of ``MODE_SEPARATION``
   within-cluster deviations, each side at least ``MODE_SHARE`` of its stretch — each point
-  is labelled fast or slow, and the slow mode's offset and spread are measured;
+  is labelled fast or slow, and the slow mode's offset and spread are measured — unless the slow
+  points sit together in a few long runs (Wald-Wolfowitz, ``RUNS_Z``): a process's mode is drawn
+  afresh each run, a bump of a dozen commits is a level that moved;
 - **outliers**: within each mode, a point further than ``HAMPEL_K`` deviations from its running
-  median (Hampel filter, Pearson 2002) is replaced by that median, and the rest are clipped at
+  median (Hampel filter, Pearson 2002; the series mirrored at its ends, and within 3 commits of
+  an end the 15-point level decides) is replaced by that median, and the rest are clipped at
   ``HUBER_K`` deviations (Huber's winsorising), so a noisy neighbour or a heavy tail moves no mean.
 
 ``clean`` then gives the series a step test can use: slow points moved down by the slow mode's
