@@ -14,8 +14,8 @@ from the series itself, each robust to the steps it may hold:
   points sit together in a few long runs (Wald-Wolfowitz, ``RUNS_Z``): a process's mode is drawn
   afresh each run, a bump of a dozen commits is a level that moved;
 - **outliers**: within each mode, a point further than ``HAMPEL_K`` deviations from its running
-  median (Hampel filter, Pearson 2002; the series mirrored at its ends, and within 3 commits of
-  an end the 15-point level decides) is replaced by that median, and the rest are clipped at
+  median (Hampel filter, Pearson 2002; windows at the ends hold only the points there, and
+  within 3 commits of an end the 15-point level decides) is replaced by that median, and the rest are clipped at
   ``HUBER_K`` deviations (Huber's winsorising), so a noisy neighbour or a heavy tail moves no mean.
 
 ``clean`` then gives the series a step test can use: slow points moved down by the slow mode's
@@ -44,7 +44,7 @@ HAMPEL_K = 4.0
 LEVEL_HALF_WIDTH = 7  # the level outliers are replaced by and clipped towards: 15 points, so a few
 # points of an unrecognised second mode in a row do not carry it
 HUBER_K = 2.5
-RUNS_Z = -8.0  # slow points this much more bunched than interleaved modes would be are a moved level
+RUNS_Z = -12.0  # slow points this much more bunched than interleaved modes would be are a moved level
 SCALE_FLOOR = 1e-9  # a series of identical values still gets a finite scale
 
 
@@ -57,16 +57,17 @@ def robust_sigma(x: np.ndarray) -> float:
 
 
 def _pad(x: np.ndarray, half_width: int) -> np.ndarray:
-    """``x`` mirrored at its ends (the end point not repeated): padding with the end value would give one or two
-    slow runs at the very end a majority of their own window, and the filter would take them for a step."""
-    return np.pad(x, half_width, mode="reflect" if len(x) > half_width else "edge")
+    """``x`` padded with NaN, so a window at an end holds only the points that are there: padding with the end
+    value gives one or two slow runs at the very end a majority of their own window, mirroring doubles the
+    runs just before the end."""
+    return np.pad(np.asarray(x, dtype=float), half_width, constant_values=np.nan)
 
 
 def running_median(x: np.ndarray, half_width: int = HAMPEL_HALF_WIDTH) -> np.ndarray:
-    """Median of each point's ``2 * half_width + 1`` neighbourhood, the ends mirrored; NaNs skipped."""
+    """Median of each point's ``2 * half_width + 1`` neighbourhood (fewer at the ends); NaNs skipped."""
     padded = _pad(x, half_width)
     window = np.lib.stride_tricks.sliding_window_view(padded, 2 * half_width + 1)
-    if np.isnan(x).any():
+    if np.isnan(padded).any():
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN window is NaN: the caller fills it
             return np.nanmedian(window, axis=1)
@@ -214,7 +215,8 @@ def clean(x: np.ndarray, noise: Noise) -> tuple[np.ndarray, np.ndarray]:
         if len(index) < 2 * HAMPEL_HALF_WIDTH + 1:
             continue
         values = y[index]
-        suspect = np.abs(values - running_median(values)) > HAMPEL_K * sigma
+        low, high = running_median_bounds(values, HAMPEL_HALF_WIDTH)
+        suspect = np.abs(values - np.clip(values, low, high)) > HAMPEL_K * sigma  # far from every median
         # the level is read again without the suspects: beside a slow episode a normal point
         # looks far from a 7-point median, and two episodes three commits apart would lift
         # each other's replacement into a bump
