@@ -153,15 +153,18 @@ def _bump(sums: _Sums, cps: Sequence[int], i: int, width: int) -> tuple[int, int
     """The window of step ``i`` when its short side (under ``SHORT_SIDE`` points) is a bump or a dip between it and
     a neighbouring step — above or below both sides, as one episode of a noisy neighbour would stand; else None.
 
-    A short side at an end of the series is a change too new to have outlasted an episode (trimming it would only
-    delay a new change), and a short stair between two steps the same way is no episode.
+    A short side at the end of the series is a change too new to have outlasted an episode (trimming it would
+    only delay a new change); the first few commits of a history are not new, and are held to it. A short stair
+    between two steps the same way is no episode.
     """
     n = len(sums.w) - 1
     k = cps[i]
     lo, hi = _window(cps, n, i, width)
     short_left = k - lo <= hi - k
-    if min(k - lo, hi - k) >= SHORT_SIDE or (short_left and i == 0) or (not short_left and i + 1 == len(cps)):
+    if min(k - lo, hi - k) >= SHORT_SIDE or (not short_left and i + 1 == len(cps)):
         return None
+    if short_left and i == 0:
+        return (lo, hi) if lo == 0 else None  # the first commits: nothing there is new, one episode is no change
     if short_left:  # the short stretch [lo, k) against what lies before its other step, and after k
         other = _window(cps, n, i - 1, width)[0]
         inner, outer, far = sums.mean(lo, k), sums.mean(k, hi), sums.mean(other, lo)
