@@ -5,7 +5,7 @@ rhythm — is no change, but a level test on wide windows calls it one: a 1 % si
 a staircase of "steps". Drift is modelled here as a smooth curve over the whole series, from a
 nested family of bases (``OPTIONS``): a straight line, one warm-up ``exp(-t/τ)``, line and all
 warm-ups, then cosines (a DCT-II basis) down to periods of ``2 × FIRST_PERIOD`` and then
-``MIN_PERIOD`` commits. Faster than that is not drift. Beside them, one sinusoid (alone, or on a
+``MIN_PERIOD`` commits. Faster than that is not drift. Beside them, one sinusoid (on a
 line) of a period between ``FIRST_PERIOD`` commits and the series' length — thermals or a
 nightly job's rhythm — whose period is read from the series (the strongest of a grid of
 frequencies, ``SINE_STEPS`` per 1/n apart) and charged ``SINE_COST`` parameters for it: a
@@ -40,6 +40,7 @@ SINE_MAX = 32  # frequencies at most
 WARMUP_COST = 1.0  # extra BIC parameters of a single warm-up, for having chosen its time constant
 SINE_REFINE = 4  # the grid's best frequency is refined on 2 × this + 1 points between its neighbours, twice
 STRONGEST_MARGIN = 5  # points each side of the single strongest step taken out before a sinusoid is looked for
+SINE_ALONE = False  # also a sinusoid alone, beside one on a line (no better on seeds 0-9, 6 % more CPU)
 SINE_COST = 2.0  # extra BIC parameters of a sinusoid, for having searched its period
 
 
@@ -155,27 +156,38 @@ class Regression:
         cross = self.suffix_y[k] - sz @ (inverse_zz @ zy)
         total = self.yy - float(zy @ inverse_zz @ zy)
         active = list(range(len(k)))
+        inverse = None  # of gram over ``active``, kept by downdating as steps leave
         while True:
             if not active:
                 return Fit([], [], [], [], max(total, 1e-300), len(fixed) + searched)
-            try:
-                inverse = np.linalg.inv(gram[np.ix_(active, active)])
-            except np.linalg.LinAlgError:
-                active.pop()
-                continue
+            if inverse is None:
+                try:
+                    inverse = np.linalg.inv(gram[active][:, active])
+                except np.linalg.LinAlgError:
+                    active.pop()
+                    continue
             coef = inverse @ cross[active]
             rss = max(total - float(coef @ cross[active]), 1e-300)
             dof = self.n - len(fixed) - len(active)
             if dof < 1:
                 active.pop()
+                inverse = None
                 continue
-            se = np.sqrt(np.maximum(np.diag(inverse), 1e-300) * rss / dof)
+            diagonal = np.diag(inverse)
+            se = np.sqrt(np.maximum(diagonal, 1e-300) * rss / dof)
             p = 2 * special.stdtr(dof, -np.abs(coef / se))
             worst = int(np.argmax(p))
             if p[worst] < alpha:
                 return Fit([int(k[i]) for i in active], coef.tolist(), se.tolist(), p.tolist(), rss,
                            len(fixed) + searched + len(active) * (1 + STEP_COST))
             active.pop(worst)
+            if diagonal[worst] > 1e-12 * max(float(np.max(np.abs(diagonal))), 1e-300):
+                # the inverse without one row and column: a rank-one downdate, no new inversion
+                keep = np.arange(len(diagonal)) != worst
+                column = inverse[keep, worst]
+                inverse = inverse[keep][:, keep] - np.outer(column, inverse[worst, keep]) / diagonal[worst]
+            else:
+                inverse = None
 
 
 @dataclass(frozen=True)
@@ -225,10 +237,13 @@ def _strongest_sines(regression: Regression, level_steps: Sequence[int]) -> list
     residuals = np.column_stack([without([]), without(level_steps), *([without([strongest])] if strongest else [])])
     best = grid[np.argmax(power(residuals, grid_waves(n)), axis=1)]
     width = spacing
-    for _ in range(2):  # each residual's best, refined between its neighbours; all evaluated at once
-        fine = np.linspace(np.maximum(best - width, 0.5 / n), np.minimum(best + width, grid[-1]), 2 * SINE_REFINE + 1).T
-        scores = power(residuals, waves(n, fine.ravel())).reshape(len(best), len(best), -1)
-        best = fine[np.arange(len(best)), np.argmax(scores[np.arange(len(best)), np.arange(len(best))], axis=1)]
+    for _ in range(2):  # each residual's best, refined between its neighbours; shared centres evaluated once
+        centres, which = np.unique(best, return_inverse=True)
+        fine = np.linspace(np.maximum(centres - width, 0.5 / n), np.minimum(centres + width, grid[-1]),
+                           2 * SINE_REFINE + 1).T
+        scores = power(residuals, waves(n, fine.ravel())).reshape(len(best), len(centres), -1)
+        rows = np.arange(len(best))
+        best = fine[which, np.argmax(scores[rows, which], axis=1)]
         width /= SINE_REFINE
     return sorted({round(float(f), 12) for f in best})
 
@@ -247,7 +262,7 @@ def choose(regression: Regression, candidates: Sequence[int], level_steps: Seque
     drifts = [(columns, WARMUP_COST if len(columns) == 1 and columns[0] > 0 else 0.0) for columns in options(n)]
     for f in _strongest_sines(regression, level_steps):
         wave = regression.add(waves(n, np.array([f])))
-        drifts += [(wave, SINE_COST), ([0, *wave], SINE_COST)]
+        drifts += [(wave, SINE_COST), ([0, *wave], SINE_COST)] if SINE_ALONE else [([0, *wave], SINE_COST)]
     for columns, searched in drifts:
         fit = regression.eliminate(pool, columns, DRIFT_ALPHA, searched)
         if fit.bic(n) < best.fit.bic(n):
