@@ -95,6 +95,7 @@ def test_noise_alone_is_no_change(kind: str, seed: int) -> None:
     ("autotuner 5 % apart", 0.02),  # smaller than the gap between the modes
     ("GPU modes", 0.05),  # the slow band is 25 % wide: the fast mode carries the step
     ("GPU modes", -0.10),
+    ("GPU modes", -0.22),  # the old fast mode lands where the new slow band begins: placed on the raw values
     ("linear drift 4 %", 0.02),
     ("sinusoidal drift 1 %", -0.03),
     ("slow sinusoid 1.5 %", 0.02),
@@ -177,3 +178,109 @@ def test_tigerbeetle_level_shifts_are_found(shared_corpus: Path) -> None:
     found = [cp.index for cp in detect(data["series"])]
     for expected in (15, 71):
         assert any(abs(index - expected) <= 2 for index in found), found
+
+
+# --- drift, episode and mode rules, one table each -------------------------------------------------------------
+
+def _sine(amplitude: float, period: float, phase: float = 0.7, sd: float = 0.003) -> Noise:
+    return with_drift(lambda t: amplitude * np.sin(2 * np.pi * t / period + phase), sd)
+
+
+DRIFTS: dict[str, Noise] = {  # clean drifting series: a smooth movement is no change
+    "sinusoid 1.5 %, period 60": _sine(0.015, 60),
+    "sinusoid 1.5 %, period 110": _sine(0.015, 110, 2.0),
+    "sinusoid 1 %, period 170": _sine(0.01, 170, 4.0),
+    "sinusoid 1.5 % in 1 % noise, period 90": _sine(0.015, 90, 1.0, sd=0.01),
+    "line 5 %": with_drift(lambda t: 0.05 * t / N),
+    "warm-up 5 %, tau 15": with_drift(lambda t: 0.05 * (1 - np.exp(-t / 15))),
+    "warm-up 3 %, tau 50": with_drift(lambda t: -0.03 * (1 - np.exp(-t / 50))),
+}
+
+
+@pytest.mark.parametrize("kind", DRIFTS)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_clean_drifting_series_is_silent(kind: str, seed: int) -> None:
+    assert detect(_series(DRIFTS[kind], seed)) == []
+
+
+@pytest.mark.parametrize(("kind", "step"), [
+    ("sinusoid 1.5 %, period 60", 0.05),  # a third of its period up and down again: the fastest cosines of
+    # the drift basis can take a step of only twice its amplitude (3 %) for part of the wave (seed 0)
+    ("sinusoid 1.5 %, period 110", -0.03),  # 10 × the noise, twice the drift's amplitude
+    ("sinusoid 1 %, period 170", 0.02),
+    ("line 5 %", -0.03),
+    ("warm-up 5 %, tau 15", 0.03),
+])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_step_on_drift_is_found_and_the_drift_is_not(kind: str, step: float, seed: int) -> None:
+    found = detect(_series(DRIFTS[kind], seed, step))
+    assert [cp.shift for cp in found] == ["location"], found
+    assert abs(found[0].index - STEP_AT) <= 2 and np.sign(found[0].change_pct) == np.sign(step)
+
+
+def _episodes(at: list[int], length: int, slowdown: float, sd: float) -> Noise:
+    """Gaussian noise with slow episodes of a noisy neighbour starting at ``at``."""
+    def draw(rng: np.random.Generator) -> np.ndarray:
+        factor = np.exp(rng.normal(0.0, sd, N))
+        for start in at:
+            factor[start:start + length] *= 1 + slowdown
+        return factor
+    return draw
+
+
+EPISODES: dict[str, Noise] = {  # one episode of 1-3 slow commits is no change, wherever it is
+    "3 commits 12 % slow in 3 % noise": _episodes([60], 3, 0.12, 0.03),
+    "two episodes 8 apart, 12 % in 3 % noise": _episodes([60, 68], 3, 0.12, 0.03),
+    "3 commits 30 % slow at the very end": _episodes([N - 3], 3, 0.30, 0.003),
+    "2 commits 30 % slow at the very end": _episodes([N - 2], 2, 0.30, 0.003),
+    "3 commits 30 % slow at the very start": _episodes([0], 3, 0.30, 0.003),
+    "1 commit 50 % slow, 1 % noise": _episodes([120], 1, 0.5, 0.01),
+}
+
+
+@pytest.mark.parametrize("kind", EPISODES)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_an_episode_of_a_noisy_neighbour_is_no_change(kind: str, seed: int) -> None:
+    assert detect(_series(EPISODES[kind], seed)) == []
+
+
+@pytest.mark.parametrize(("length", "step", "sd"), [(12, 0.05, 0.003), (15, 0.10, 0.01), (20, 0.15, 0.03)])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_bump_longer_than_an_episode_is_two_changes(length: int, step: float, sd: float, seed: int) -> None:
+    level = np.where((np.arange(N) >= STEP_AT) & (np.arange(N) < STEP_AT + length), 1 + step, 1.0)
+    found = detect(1e-4 * level * gaussian(sd)(np.random.default_rng(seed)))
+    assert [abs(cp.index - k) <= 2 for cp, k in zip(found, (STEP_AT, STEP_AT + length))] == [True, True], found
+    assert found[0].change_pct > 0 > found[1].change_pct
+
+
+@pytest.mark.parametrize(("kind", "at", "length"), [
+    ("GPU modes", N - 3, 3),  # three slow runs in a row at the end: an episode, not a new mix
+    ("GPU modes", 90, 3),
+    ("autotuner 5 % apart", N - 3, 3),
+])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_run_of_slow_mode_points_is_no_mix_change(kind: str, at: int, length: int, seed: int) -> None:
+    values = _series(KINDS[kind], seed)
+    values[at:at + length] = 1e-4 * 1.4  # all in the slow band (GPU) or above both modes' centres
+    assert [cp for cp in detect(values) if cp.shift == "mix"] == []
+
+
+def test_a_point_beside_a_step_is_not_cleaned_midway_up_it() -> None:
+    """A suspect dropped from a level window beside a 30 % step leaves it with as many points on either side;
+    the point must stay on its own side of the step, not become an outlier at the average of the two."""
+    from roofwatch.service.analysis.noise import clean, read_noise
+    rng = np.random.default_rng(6)
+    x = np.log(np.where(np.arange(N) < 110, 1.0, 1.3) * np.exp(rng.normal(0.0, 0.003, N)))
+    x[117] += 0.02  # a suspect 7 commits after the step
+    y, _w = clean(x, read_noise(x, 5))
+    assert np.all(np.abs(y[110:116] - np.log(1.3)) < 0.02) and np.all(np.abs(y[104:110]) < 0.02)
+
+
+def test_a_step_of_a_gpu_series_is_placed_where_its_fast_mode_moved() -> None:
+    """An H200-like history (acceptance generator, tuning seed 0): −20 % at commit 106 puts the new slow band
+    where the old fast mode was; cleaned, the points between lose their weight, and only the raw values place it."""
+    from bench.changepoints.histories import cell
+    history = cell("bimodal", 0.01, 16, 0)[15]
+    assert history.detail == "gpu" and [(c.index, c.size) for c in history.changes] == [(106, -0.2)]
+    (cp,) = detect(history.values)
+    assert abs(cp.index - 106) <= 1 and cp.change_pct == pytest.approx(-20, abs=1)

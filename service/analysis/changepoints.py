@@ -16,13 +16,19 @@ change must be worth is the team's ``min_effect``, applied by the A/B that confi
 3. **Level steps** — each candidate is tested on the windows either side of it, bounded by its
    neighbours (weighted two-sample t, ``ALPHA``); the weakest failing one is dropped and the rest
    tested again until all hold (backward elimination, as E-divisive implementations in Otava do
-   after each removal). Positions are refined to the best split within ``REACH`` commits.
-4. **Drift** — a smooth drift competes with the steps on BIC (``drift.choose``). When it wins,
-   the steps kept are those that hold with the drift in, or that stand out of a local line and
-   curve (``SHARP_ALPHA``): a clean drifting series keeps none, a step on top of drift stays.
+   after each removal). Positions are refined to the best split within ``REACH`` commits. A
+   bump or dip of under ``SHORT_SIDE`` commits between two steps must still hold with its
+   ``EPISODE`` most telling points left out (one episode of a noisy neighbour is no change),
+   and each side needs ``MIN_WEIGHT`` fast points' worth of weight. In a bimodal series each
+   step is placed on the raw values before the modes are read again (``_mode_split``).
+4. **Drift** — a smooth drift competes with the steps on BIC (``drift.choose``): a line,
+   warm-ups, cosines, and a sinusoid of the series' own period. When it wins, the steps kept
+   are those that hold with the drift in, or that stand out of a local line and curve
+   (``SHARP_ALPHA``): a clean drifting series keeps none, a step on top of drift stays.
 5. **Mix** — in a bimodal series, the share of slow-mode points is segmented too (binary
-   segmentation of a binomial CUSUM, ``MIX_ALPHA`` per stretch); a move of the share where no
-   location step is becomes a change with ``shift == "mix"``.
+   segmentation of a binomial CUSUM, ``MIX_ALPHA`` per stretch, a short stretch's surplus of
+   slow points outlasting one episode); a move of the share where no location step is becomes
+   a change with ``shift == "mix"``.
 
 Values are positive numbers (times, or throughputs); non-finite and non-positive entries are
 skipped and indexes always refer to the input rows.
@@ -42,16 +48,20 @@ from roofwatch.service.analysis.noise import Noise, clean, read_noise, robust_si
 
 __all__ = ["ChangePoint", "detect", "robust_sigma"]
 
-DEFAULT_ALPHA = 1e-5  # per level step, in its local windows (chosen on bench/changepoints histories, seeds 0-2)
+DEFAULT_ALPHA = 3e-5  # per level step, in its local windows (chosen on the acceptance histories, seeds 0-9)
 DEFAULT_MIN_EFFECT = 0.0  # relative; the team's floor is applied by the A/B that confirms a candidate
 DEFAULT_MIN_SIZE = 5  # points needed on each side of a change
 DEFAULT_WINDOW = 80  # points either side used to test and size a level step
 CANDIDATE_Z = 3.0  # CUSUM |z| for an interval to propose a candidate
 SHARP_WINDOW = 25  # points either side for the step-over-a-curve test
-SHARP_ALPHA = 1e-6  # per step, with drift in the model
+SHARP_ALPHA = 1e-5  # per step, with drift in the model
 REACH = 3  # commits a candidate may move when its position is refined
-MIX_ALPHA = 1e-3  # per stretch of the slow-mode share
+MIX_ALPHA = 1e-2  # per stretch of the slow-mode share
 MIX_APART = 3  # a mix change this close to a location step is that step
+EPISODE = 3  # commits a busy neighbour may slow in a row: a short side must hold without its EPISODE most telling points
+MODE_REACH = 8  # commits a step of a bimodal series may move when placed on the raw values
+MIN_WEIGHT = 3.0  # fast-mode points' worth of weight each side of a step needs
+SHORT_SIDE = 12  # ... when it has fewer points than this
 
 
 @dataclass(frozen=True)
@@ -83,6 +93,9 @@ class _Sums:
         self.wy = np.concatenate([[0.0], np.cumsum(w * y)])
         self.wyy = np.concatenate([[0.0], np.cumsum(w * y * y)])
 
+    def mean(self, lo: int, hi: int) -> float:
+        return float((self.wy[hi] - self.wy[lo]) / max(self.w[hi] - self.w[lo], 1e-300))
+
     def step(self, k: np.ndarray | int, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, int]:
         """Weighted two-sample step at ``k`` (scalar or array) within ``[lo, hi)``: (log step, se, dof)."""
         wl, wr = self.w[k] - self.w[lo], self.w[hi] - self.w[k]
@@ -106,8 +119,71 @@ def _window(cps: Sequence[int], n: int, i: int, width: int) -> tuple[int, int]:
 def _level_test(sums: _Sums, k: int, lo: int, hi: int) -> _Step | None:
     if k - lo < 2 or hi - k < 2:
         return None
+    if min(sums.w[k] - sums.w[lo], sums.w[hi] - sums.w[k]) < MIN_WEIGHT:
+        return None  # a side of slow-mode points barely says where the fast mode is
     d, se, dof = sums.step(k, lo, hi)
     return _Step(float(d), float(se), _t_p(float(d / se), dof))
+
+
+def _episode_test(y: np.ndarray, w: np.ndarray, k: int, lo: int, hi: int) -> _Step | None:
+    """The level test with the ``EPISODE`` points of the short side that most favour the step left out.
+
+    A side of a few commits can be one episode of a noisy neighbour (slow runs, clipped but not
+    replaced when they sit a few deviations out), or a bump between two close steps made of one:
+    what is left of it must still differ.
+    """
+    left, right = np.arange(lo, k), np.arange(k, hi)
+    short_right = len(right) <= len(left)
+    short = right if short_right else left
+    if len(short) - EPISODE < 2:
+        return None
+    d = np.average(y[right], weights=w[right]) - np.average(y[left], weights=w[left])
+    sign = (1.0 if d > 0 else -1.0) * (1.0 if short_right else -1.0)
+    kept = short[np.argsort(-sign * y[short], kind="stable")[EPISODE:]]
+    left, right = (left, np.sort(kept)) if short_right else (np.sort(kept), right)
+    wl, wr = w[left], w[right]
+    ml, mr = np.average(y[left], weights=wl), np.average(y[right], weights=wr)
+    rss = float(wl @ (y[left] - ml) ** 2 + wr @ (y[right] - mr) ** 2)
+    dof = len(left) + len(right) - 2
+    se = math.sqrt(max(rss, 1e-300) / max(dof, 1) * (1 / wl.sum() + 1 / wr.sum()))
+    return _Step(float(mr - ml), se, _t_p(float(mr - ml) / se, dof))
+
+
+def _bump(sums: _Sums, cps: Sequence[int], i: int, width: int) -> tuple[int, int] | None:
+    """The window of step ``i`` when its short side (under ``SHORT_SIDE`` points) is a bump or a dip between it and
+    a neighbouring step — above or below both sides, as one episode of a noisy neighbour would stand; else None.
+
+    A short side at the end of the series is a change too new to have outlasted an episode (trimming it would
+    only delay a new change); the first few commits of a history are not new, and are held to it. A short stair
+    between two steps the same way is no episode.
+    """
+    n = len(sums.w) - 1
+    k = cps[i]
+    lo, hi = _window(cps, n, i, width)
+    short_left = k - lo <= hi - k
+    if min(k - lo, hi - k) >= SHORT_SIDE or (not short_left and i + 1 == len(cps)):
+        return None
+    if short_left and i == 0:
+        return (lo, hi) if lo == 0 else None  # the first commits: nothing there is new, one episode is no change
+    if short_left:  # the short stretch [lo, k) against what lies before its other step, and after k
+        other = _window(cps, n, i - 1, width)[0]
+        inner, outer, far = sums.mean(lo, k), sums.mean(k, hi), sums.mean(other, lo)
+    else:
+        other = _window(cps, n, i + 1, width)[1]
+        inner, outer, far = sums.mean(k, hi), sums.mean(lo, k), sums.mean(hi, other)
+    return (lo, hi) if (inner - outer) * (inner - far) > 0 else None
+
+
+def _short_side_test(y: np.ndarray, w: np.ndarray, sums: _Sums, cps: Sequence[int], i: int, width: int
+                     ) -> _Step | None:
+    """The level test of step ``i``; when a short side is a bump, the less significant of it and ``_episode_test``."""
+    lo, hi = _window(cps, len(y), i, width)
+    test = _level_test(sums, cps[i], lo, hi)
+    if test is None or _bump(sums, cps, i, width) is None:
+        return test
+    trimmed = _episode_test(y, w, cps[i], lo, hi)
+    return test if trimmed is not None and trimmed.p_value <= test.p_value else _Step(
+        test.log_step, test.se, 1.0 if trimmed is None else trimmed.p_value)
 
 
 def _sharp_test(y: np.ndarray, w: np.ndarray, k: int, lo: int, hi: int) -> _Step | None:
@@ -165,7 +241,7 @@ def _eliminate_local(y: np.ndarray, w: np.ndarray, sums: _Sums, cps: Sequence[in
         tests = []
         for i, k in enumerate(cps):
             lo, hi = _window(cps, n, i, width)
-            tests.append(_sharp_test(y, w, k, lo, hi) if sharp else _level_test(sums, k, lo, hi))
+            tests.append(_sharp_test(y, w, k, lo, hi) if sharp else _short_side_test(y, w, sums, cps, i, width))
         p = [1.0 if t is None else t.p_value for t in tests]
         if not cps or max(p) < alpha:
             return [(k, t) for k, t in zip(cps, tests) if t is not None]
@@ -186,6 +262,37 @@ def _refine(sums: _Sums, cps: Sequence[int], n: int, width: int, reach: int = RE
     return sorted(set(out))
 
 
+def _mode_split(x: np.ndarray, noise: Noise, y: np.ndarray, w: np.ndarray, positions: Sequence[int], i: int,
+                reach: int = MODE_REACH) -> int:
+    """Where step ``i`` of a bimodal series lies, read from the raw values: the split within ``reach`` that makes
+    the points before it likeliest on either mode of the level before, and those after on either mode after.
+
+    Near a step the modes are misread (the old fast mode sits where the new slow band begins), those points
+    weigh little once cleaned, and the weighted test cannot place the step among them.
+    """
+    n = len(x)
+    k = positions[i]
+    lo = positions[i - 1] if i else 0
+    hi = positions[i + 1] if i + 1 < len(positions) else n
+    a, b = max(lo + 2, k - reach), min(hi - 2, k + reach)
+    before, after = slice(max(lo, a - 4 * reach), a), slice(b, min(hi, b + 4 * reach))
+    if b <= a or a - before.start < 3 or after.stop - b < 3:
+        return k
+    levels = [float(np.average(y[part], weights=w[part])) for part in (before, after)]
+    spread = max(noise.slow_sigma, noise.sigma)
+
+    def cost(level: float) -> np.ndarray:
+        fast = ((x[a:b] - level) / noise.sigma) ** 2
+        slow = ((x[a:b] - level - noise.offset) / spread) ** 2 + 2 * math.log(spread / noise.sigma)
+        return np.minimum(fast, slow)
+
+    pre, post = cost(levels[0]), cost(levels[1])
+    total = np.concatenate([[0.0], np.cumsum(pre)]) + np.concatenate([np.cumsum(post[::-1])[::-1], [0.0]])
+    splits = np.arange(a, b + 1)
+    best = np.flatnonzero(total <= total.min() + 1e-9)
+    return int(splits[best[np.argmin(np.abs(splits[best] - k))]])
+
+
 def _mix_changes(slow: np.ndarray, min_size: int) -> list[tuple[int, float]]:
     """Where the share of slow-mode points moved: binary segmentation of a binomial CUSUM, Bonferroni per stretch."""
     m = slow.astype(float)
@@ -199,9 +306,16 @@ def _mix_changes(slow: np.ndarray, min_size: int) -> list[tuple[int, float]]:
             continue
         k = np.arange(min_size, n - min_size + 1)
         left = np.cumsum(m[start:end])[k - 1]
-        z = np.abs(left / k - (m[start:end].sum() - left) / (n - k)) / np.sqrt(share * (1 - share) * (1 / k + 1 / (n - k)))
-        best = int(np.argmax(z))
-        p = float(2 * special.ndtr(-z[best])) * len(k)
+        right = m[start:end].sum() - left
+        scale = np.sqrt(share * (1 - share) * (1 / k + 1 / (n - k)))
+        best = int(np.argmax(np.abs(left / k - right / (n - k)) / scale))
+        kb, lb, rb = int(k[best]), float(left[best]), float(right[best])
+        # a short side's surplus of slow points must outlast one episode of a noisy neighbour
+        if kb < SHORT_SIDE and lb / kb > rb / (n - kb):
+            lb = max(lb - EPISODE, 0.0)
+        elif n - kb < SHORT_SIDE and rb / (n - kb) > lb / kb:
+            rb = max(rb - EPISODE, 0.0)
+        p = float(2 * special.ndtr(-abs(lb / kb - rb / (n - kb)) / scale[best])) * len(k)
         if p >= MIX_ALPHA:
             continue
         split = start + int(k[best])
@@ -222,8 +336,10 @@ def detect(values: Sequence[float] | np.ndarray, *, alpha: float = DEFAULT_ALPHA
     noise = read_noise(x, min_size)
     y, w, steps = _level_steps(x, noise, alpha, min_size, window)
     if noise.bimodal and steps:
-        # read the modes again within the steps just found, and look again with them
-        noise = read_noise(x, min_size, [k for k, _ in steps])
+        # read the modes again within the steps just found (placed on the raw values, see _mode_split), and
+        # look again with them
+        first = [k for k, _ in steps]
+        noise = read_noise(x, min_size, sorted({_mode_split(x, noise, y, w, first, i) for i in range(len(first))}))
         y, w, steps = _level_steps(x, noise, alpha, min_size, window)
     positions = [k for k, _ in steps]
     found = [_location(raw, rows, y, w, noise, positions, i, step, window) for i, (_, step) in enumerate(steps)]
@@ -240,6 +356,8 @@ def _level_steps(x: np.ndarray, noise: Noise, alpha: float, min_size: int, windo
     y, w = clean(x, noise)
     sums = _Sums(y, w)
     candidates = _candidates(sums, noise.sigma, n, min_size)
+    if not candidates:
+        return y, w, []  # no step to keep, with drift or without
     level = [k for k, _ in _eliminate_local(y, w, sums, candidates, alpha, window)]
     regression = drift.Regression(y, w)
     choice = drift.choose(regression, candidates, level)
@@ -247,8 +365,16 @@ def _level_steps(x: np.ndarray, noise: Noise, alpha: float, min_size: int, windo
         return y, w, _eliminate_local(y, w, sums, _refine(sums, level, n, window), alpha, window)
     sharp = [k for k, _ in _eliminate_local(y, w, sums, level, SHARP_ALPHA, SHARP_WINDOW, sharp=True)]
     kept = regression.eliminate(sorted(set(choice.fit.steps) | set(sharp)), choice.columns, SHARP_ALPHA).steps
+    kept = _refine(sums, kept, n, SHARP_WINDOW)
+    while True:  # a side of a few commits must not be one episode of a noisy neighbour
+        bumps = [_bump(sums, kept, i, window) for i in range(len(kept))]
+        short = [_Step(0.0, 1.0, 0.0) if bump is None else _episode_test(y, w, k, *bump) for k, bump in zip(kept, bumps)]
+        p = [1.0 if t is None else t.p_value for t in short]
+        if not kept or max(p) < alpha:
+            break
+        kept.pop(int(np.argmax(p)))
     # sized with the drift in: a step on a slope is not the difference of the windows' means
-    fit = regression.eliminate(_refine(sums, kept, n, SHARP_WINDOW), choice.columns, 1.0)
+    fit = regression.eliminate(kept, choice.columns, 1.0)
     return y, w, [(k, _Step(d, se, p)) for k, d, se, p in zip(fit.steps, fit.log_steps, fit.ses, fit.p_values)]
 
 

@@ -5,7 +5,12 @@ rhythm — is no change, but a level test on wide windows calls it one: a 1 % si
 a staircase of "steps". Drift is modelled here as a smooth curve over the whole series, from a
 nested family of bases (``OPTIONS``): a straight line, one warm-up ``exp(-t/τ)``, line and all
 warm-ups, then cosines (a DCT-II basis) down to periods of ``2 × FIRST_PERIOD`` and then
-``MIN_PERIOD`` commits. Faster than that is not drift.
+``MIN_PERIOD`` commits. Faster than that is not drift. Beside them, one sinusoid (on a
+line) of a period between ``FIRST_PERIOD`` commits and the series' length — thermals or a
+nightly job's rhythm — whose period is read from the series (the strongest of a grid of
+frequencies, ``SINE_STEPS`` per 1/n apart) and charged ``SINE_COST`` parameters for it: a
+cosine basis needs a dozen columns for what a sinusoid says with two, and would lose on BIC to
+a staircase that follows it.
 
 Steps and drift compete in one regression: steps are eliminated backwards (the least significant
 first) with the drift's columns always in, and the model with drift is chosen only when it beats
@@ -29,7 +34,36 @@ MIN_PERIOD = 25.0  # commits: the fastest cosine in the largest basis
 FIRST_PERIOD = 50.0  # commits: the fastest cosine in the middle one
 WARMUP_TAUS = (4.0, 12.0, 36.0)  # commits: time constants of warm-ups that settle
 STEP_COST = 2.0  # extra BIC parameters per step, for having searched its place
-DRIFT_ALPHA = 1e-4  # per step, eliminating steps with the drift in
+DRIFT_ALPHA = 1e-3  # per step, eliminating steps with the drift in
+SINE_STEPS = 4  # frequencies of the sinusoid grid per 1/n
+SINE_MAX = 32  # frequencies at most
+WARMUP_COST = 1.0  # extra BIC parameters of a single warm-up, for having chosen its time constant
+SINE_REFINE = 4  # the grid's best frequency is refined on 2 × this + 1 points between its neighbours, twice
+STRONGEST_MARGIN = 5  # points each side of the single strongest step taken out before a sinusoid is looked for
+SINE_ALONE = False  # also a sinusoid alone, beside one on a line (no better on seeds 0-9, 6 % more CPU)
+SINE_COST = 2.0  # extra BIC parameters of a sinusoid, for having searched its period
+
+
+def frequencies(n: int) -> np.ndarray:
+    """The sinusoid grid, cycles per commit: from one cycle over the series to one per ``FIRST_PERIOD``."""
+    low, high = 1.0 / n, 1.0 / FIRST_PERIOD
+    if high <= low:
+        return np.zeros(0)
+    count = min(SINE_MAX, int(math.ceil(SINE_STEPS * n * (high - low))) + 1)
+    return np.linspace(low, high, count)
+
+
+def waves(n: int, f: np.ndarray) -> np.ndarray:
+    """A sine and a cosine column per frequency of ``f`` (cycles per commit), in that order."""
+    phase = 2 * np.pi * np.arange(n)[:, None] * np.asarray(f)[None, :]
+    return np.stack([np.sin(phase), np.cos(phase)], axis=2).reshape(n, -1)
+
+
+@lru_cache(maxsize=8)
+def grid_waves(n: int) -> np.ndarray:
+    out = waves(n, frequencies(n))
+    out.flags.writeable = False
+    return out
 
 
 @lru_cache(maxsize=8)
@@ -81,6 +115,7 @@ class Regression:
     def __init__(self, y: np.ndarray, w: np.ndarray) -> None:
         n = len(y)
         self.n = n
+        self.y, self.w = y, w
         self.full = np.column_stack([np.ones(n), basis(n)])
         weighted = self.full * w[:, None]
         self.zz = self.full.T @ weighted
@@ -91,8 +126,24 @@ class Regression:
         self.suffix_y = np.concatenate([np.cumsum((w * y)[::-1])[::-1], [0.0]])
         self._inverses: dict[tuple[int, ...], np.ndarray] = {}
 
-    def eliminate(self, steps: Sequence[int], columns: Sequence[int] | None, alpha: float) -> Fit:
-        """Backward elimination of ``steps`` (the least significant first) with drift ``columns`` of ``basis`` in."""
+    def add(self, columns: np.ndarray) -> list[int]:
+        """Drift columns beyond ``basis`` (a sinusoid of this series' period); their indexes, as ``basis``'s are given."""
+        new = np.asarray(columns, dtype=float).reshape(self.n, -1)
+        weighted = new * self.w[:, None]
+        first = self.full.shape[1] - 1
+        cross = self.full.T @ weighted
+        self.zz = np.block([[self.zz, cross], [cross.T, new.T @ weighted]])
+        self.zy = np.concatenate([self.zy, weighted.T @ self.y])
+        self.suffix_z = np.hstack([self.suffix_z, np.vstack([np.cumsum(weighted[::-1], axis=0)[::-1],
+                                                             np.zeros((1, new.shape[1]))])])
+        self.full = np.hstack([self.full, new])
+        return list(range(first, first + new.shape[1]))
+
+    def eliminate(self, steps: Sequence[int], columns: Sequence[int] | None, alpha: float, searched: float = 0.0) -> Fit:
+        """Backward elimination of ``steps`` (the least significant first) with drift ``columns`` of ``basis`` in.
+
+        ``searched``: extra BIC parameters the drift is charged for what was searched to choose it.
+        """
         fixed = [0, *(1 + c for c in (columns or ()))]
         k = np.asarray(sorted(set(steps)), dtype=int)
         key = tuple(fixed)
@@ -105,33 +156,96 @@ class Regression:
         cross = self.suffix_y[k] - sz @ (inverse_zz @ zy)
         total = self.yy - float(zy @ inverse_zz @ zy)
         active = list(range(len(k)))
+        inverse = None  # of gram over ``active``, kept by downdating as steps leave
         while True:
             if not active:
-                return Fit([], [], [], [], max(total, 1e-300), len(fixed))
-            try:
-                inverse = np.linalg.inv(gram[np.ix_(active, active)])
-            except np.linalg.LinAlgError:
-                active.pop()
-                continue
+                return Fit([], [], [], [], max(total, 1e-300), len(fixed) + searched)
+            if inverse is None:
+                try:
+                    inverse = np.linalg.inv(gram[active][:, active])
+                except np.linalg.LinAlgError:
+                    active.pop()
+                    continue
             coef = inverse @ cross[active]
             rss = max(total - float(coef @ cross[active]), 1e-300)
             dof = self.n - len(fixed) - len(active)
             if dof < 1:
                 active.pop()
+                inverse = None
                 continue
-            se = np.sqrt(np.maximum(np.diag(inverse), 1e-300) * rss / dof)
+            diagonal = np.diag(inverse)
+            se = np.sqrt(np.maximum(diagonal, 1e-300) * rss / dof)
             p = 2 * special.stdtr(dof, -np.abs(coef / se))
             worst = int(np.argmax(p))
             if p[worst] < alpha:
                 return Fit([int(k[i]) for i in active], coef.tolist(), se.tolist(), p.tolist(), rss,
-                           len(fixed) + len(active) * (1 + STEP_COST))
+                           len(fixed) + searched + len(active) * (1 + STEP_COST))
             active.pop(worst)
+            if diagonal[worst] > 1e-12 * max(float(np.max(np.abs(diagonal))), 1e-300):
+                # the inverse without one row and column: a rank-one downdate, no new inversion
+                keep = np.arange(len(diagonal)) != worst
+                column = inverse[keep, worst]
+                inverse = inverse[keep][:, keep] - np.outer(column, inverse[worst, keep]) / diagonal[worst]
+            else:
+                inverse = None
 
 
 @dataclass(frozen=True)
 class Choice:
     columns: list[int] | None  # the drift model's columns of ``basis``; None: no drift
     fit: Fit
+
+
+def _strongest_sines(regression: Regression, level_steps: Sequence[int]) -> list[float]:
+    """Frequencies of the strongest sinusoid in the series, in what its level steps leave, and in what its strongest
+    single step leaves (a staircase can follow a sinusoid away, one step cannot): the best of the grid, then refined
+    twice between its neighbours (a period off by a few commits is a phase off by a radian at the ends)."""
+    n = regression.n
+    grid = frequencies(n)
+    if not len(grid):
+        return []
+    y, w = regression.y, regression.w
+    spacing = grid[1] - grid[0] if len(grid) > 1 else grid[0] / 2
+
+    line = np.column_stack([np.ones(n), np.arange(n) / n - 0.5])
+    line_inverse = np.linalg.inv(line.T @ (line * w[:, None]))
+
+    def power(residuals: np.ndarray, columns: np.ndarray) -> np.ndarray:
+        """What a sine and cosine of each frequency add to a level and line, by weighted least squares: one row per
+        residual (a column of ``residuals``), one column per frequency."""
+        columns = columns - line @ (line_inverse @ (line.T @ (columns * w[:, None])))
+        sines, cosines = columns[:, 0::2], columns[:, 1::2]
+        ss, cc, sc = w @ (sines * sines), w @ (cosines * cosines), w @ (sines * cosines)
+        weighted = residuals.T * w
+        bs, bc = weighted @ sines, weighted @ cosines
+        det = np.maximum(ss * cc - sc * sc, 1e-300)
+        return (cc * bs * bs - 2 * sc * bs * bc + ss * bc * bc) / det
+
+    def without(steps: Sequence[int]) -> np.ndarray:
+        bounds = [0, *sorted(set(steps)), n]
+        out = y.copy()
+        for s, e in zip(bounds, bounds[1:]):
+            if e > s and w[s:e].sum() > 0:
+                out[s:e] -= np.average(y[s:e], weights=w[s:e])
+        return out
+
+    cw, cy = np.cumsum(w)[:-1], np.cumsum(w * y)[:-1]
+    wl, wr = np.maximum(cw, 1e-300), np.maximum(cw[-1] + w[-1] - cw, 1e-300)
+    gain = (cy / wl - (cy[-1] + w[-1] * y[-1] - cy) / wr) ** 2 * wl * wr / (wl + wr)
+    strongest = 1 + int(np.argmax(gain[STRONGEST_MARGIN:n - 1 - STRONGEST_MARGIN])) + STRONGEST_MARGIN \
+        if n > 2 * STRONGEST_MARGIN + 2 else None
+    residuals = np.column_stack([without([]), without(level_steps), *([without([strongest])] if strongest else [])])
+    best = grid[np.argmax(power(residuals, grid_waves(n)), axis=1)]
+    width = spacing
+    for _ in range(2):  # each residual's best, refined between its neighbours; shared centres evaluated once
+        centres, which = np.unique(best, return_inverse=True)
+        fine = np.linspace(np.maximum(centres - width, 0.5 / n), np.minimum(centres + width, grid[-1]),
+                           2 * SINE_REFINE + 1).T
+        scores = power(residuals, waves(n, fine.ravel())).reshape(len(best), len(centres), -1)
+        rows = np.arange(len(best))
+        best = fine[which, np.argmax(scores[rows, which], axis=1)]
+        width /= SINE_REFINE
+    return sorted({round(float(f), 12) for f in best})
 
 
 def choose(regression: Regression, candidates: Sequence[int], level_steps: Sequence[int]) -> Choice:
@@ -145,8 +259,12 @@ def choose(regression: Regression, candidates: Sequence[int], level_steps: Seque
     plain = min((regression.eliminate(pool, None, DRIFT_ALPHA), regression.eliminate(level_steps, None, 1.0)),
                 key=lambda f: f.bic(n))
     best = Choice(None, plain)
-    for columns in options(n):
-        fit = regression.eliminate(pool, columns, DRIFT_ALPHA)
+    drifts = [(columns, WARMUP_COST if len(columns) == 1 and columns[0] > 0 else 0.0) for columns in options(n)]
+    for f in _strongest_sines(regression, level_steps):
+        wave = regression.add(waves(n, np.array([f])))
+        drifts += [(wave, SINE_COST), ([0, *wave], SINE_COST)] if SINE_ALONE else [([0, *wave], SINE_COST)]
+    for columns, searched in drifts:
+        fit = regression.eliminate(pool, columns, DRIFT_ALPHA, searched)
         if fit.bic(n) < best.fit.bic(n):
             best = Choice(columns, fit)
     return best

@@ -10,9 +10,12 @@ from the series itself, each robust to the steps it may hold:
   blind to how the noise is shaped) is split in two by 1-D 2-means (Fisher's exact grouping
   for one dimension); when most of the series splits cleanly — a gap of ``MODE_SEPARATION``
   within-cluster deviations, each side at least ``MODE_SHARE`` of its stretch — each point
-  is labelled fast or slow, and the slow mode's offset and spread are measured;
+  is labelled fast or slow, and the slow mode's offset and spread are measured — unless the slow
+  points sit together in a few long runs (Wald-Wolfowitz, ``RUNS_Z``): a process's mode is drawn
+  afresh each run, a bump of a dozen commits is a level that moved;
 - **outliers**: within each mode, a point further than ``HAMPEL_K`` deviations from its running
-  median (Hampel filter, Pearson 2002) is replaced by that median, and the rest are clipped at
+  median (Hampel filter, Pearson 2002; windows at the ends hold only the points there, and
+  within 3 commits of an end the 15-point level decides) is replaced by that median, and the rest are clipped at
   ``HUBER_K`` deviations (Huber's winsorising), so a noisy neighbour or a heavy tail moves no mean.
 
 ``clean`` then gives the series a step test can use: slow points moved down by the slow mode's
@@ -41,6 +44,7 @@ HAMPEL_K = 4.0
 LEVEL_HALF_WIDTH = 7  # the level outliers are replaced by and clipped towards: 15 points, so a few
 # points of an unrecognised second mode in a row do not carry it
 HUBER_K = 2.5
+RUNS_Z = -12.0  # slow points this much more bunched than interleaved modes would be are a moved level
 SCALE_FLOOR = 1e-9  # a series of identical values still gets a finite scale
 
 
@@ -52,15 +56,38 @@ def robust_sigma(x: np.ndarray) -> float:
     return float(MAD_TO_SD * np.median(np.abs(d - np.median(d))) / math.sqrt(2))
 
 
+def _pad(x: np.ndarray, half_width: int) -> np.ndarray:
+    """``x`` padded with NaN, so a window at an end holds only the points that are there: padding with the end
+    value gives one or two slow runs at the very end a majority of their own window, mirroring doubles the
+    runs just before the end."""
+    return np.pad(np.asarray(x, dtype=float), half_width, constant_values=np.nan)
+
+
 def running_median(x: np.ndarray, half_width: int = HAMPEL_HALF_WIDTH) -> np.ndarray:
-    """Median of each point's ``2 * half_width + 1`` neighbourhood, the ends padded with their own value; NaNs skipped."""
-    padded = np.pad(x, half_width, mode="edge")
+    """Median of each point's ``2 * half_width + 1`` neighbourhood (fewer at the ends); NaNs skipped."""
+    padded = _pad(x, half_width)
     window = np.lib.stride_tricks.sliding_window_view(padded, 2 * half_width + 1)
-    if np.isnan(x).any():
+    if np.isnan(padded).any():
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN window is NaN: the caller fills it
             return np.nanmedian(window, axis=1)
     return np.median(window, axis=1)
+
+
+def running_median_bounds(x: np.ndarray, half_width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The two middle values of each point's neighbourhood, NaNs skipped (equal for an odd count; NaN when none).
+
+    Any value between them is a median. Beside a step, with a suspect dropped from the window and half of
+    it on either side, their average lies midway up the step: a point cleaned towards it becomes an outlier
+    the cleaning made, so ``clean`` takes the bound nearest to the point's own value instead.
+    """
+    padded = _pad(x, half_width)
+    window = np.sort(np.lib.stride_tricks.sliding_window_view(padded, 2 * half_width + 1), axis=1)  # NaNs last
+    count = np.sum(~np.isnan(window), axis=1)
+    rows = np.arange(len(x))
+    low = window[rows, np.maximum(count - 1, 0) // 2]
+    high = window[rows, np.maximum(count // 2, 0)] if len(x) else low
+    return low, np.where(count > 0, high, np.nan)
 
 
 def rank_shifts(x: np.ndarray, min_size: int, alpha: float = ROUGH_ALPHA) -> list[int]:
@@ -132,6 +159,21 @@ class Noise:
         return bool(self.slow.any())
 
 
+def runs_z(labels: np.ndarray) -> float:
+    """Wald-Wolfowitz runs test: z of the number of runs of equal labels against independent labels.
+
+    A process's mode is drawn afresh each run, so modes interleave; "slow" points that sit together in a
+    few long runs are a level that moved (a bump of a dozen commits), not a second mode.
+    """
+    n = len(labels)
+    ones = float(labels.sum())
+    zeros = n - ones
+    runs = 1 + int(np.count_nonzero(labels[1:] != labels[:-1]))
+    mean = 1 + 2 * ones * zeros / n
+    var = 2 * ones * zeros * (2 * ones * zeros - n) / (n * n * (n - 1))
+    return (runs - mean) / math.sqrt(var) if var > 0 else 0.0
+
+
 def read_noise(x: np.ndarray, min_size: int, steps: Sequence[int] | None = None) -> Noise:
     """The noise model of log-values ``x``; ``slow`` is all False for a unimodal series.
 
@@ -155,7 +197,7 @@ def read_noise(x: np.ndarray, min_size: int, steps: Sequence[int] | None = None)
         fast_level[s:e] = group.low if group is not None else float(np.median(x[s:e]))
     residual = x - fast_level
     slow = residual > gap / 2
-    if slow.sum() < 3 or (~slow).sum() < 3:
+    if slow.sum() < 3 or (~slow).sum() < 3 or runs_z(slow) < RUNS_Z:
         return unimodal
     offset = float(np.median(residual[slow]))
     fast_sigma = max(robust_sigma(x[~slow]), SCALE_FLOOR)
@@ -173,13 +215,19 @@ def clean(x: np.ndarray, noise: Noise) -> tuple[np.ndarray, np.ndarray]:
         if len(index) < 2 * HAMPEL_HALF_WIDTH + 1:
             continue
         values = y[index]
-        suspect = np.abs(values - running_median(values)) > HAMPEL_K * sigma
+        low, high = running_median_bounds(values, HAMPEL_HALF_WIDTH)
+        suspect = np.abs(values - np.clip(values, low, high)) > HAMPEL_K * sigma  # far from every median
         # the level is read again without the suspects: beside a slow episode a normal point
         # looks far from a 7-point median, and two episodes three commits apart would lift
         # each other's replacement into a bump
-        median = running_median(np.where(suspect, np.nan, values), LEVEL_HALF_WIDTH)
+        low, high = running_median_bounds(np.where(suspect, np.nan, values), LEVEL_HALF_WIDTH)
+        # a suspect is replaced by the middle of its neighbours; a kept point is clipped towards the median nearest it
+        median = np.where(suspect, (low + high) / 2, np.clip(values, low, high))
         median = np.where(np.isnan(median), running_median(values, LEVEL_HALF_WIDTH), median)
         residual = values - median
-        far = suspect & (np.abs(residual) > HAMPEL_K * sigma)
+        # at either end the 7-point window cannot tell an episode from a step (it holds a majority of it), the
+        # 15-point one can: a change needs min_size points before it is seen anyway
+        end = np.minimum(np.arange(len(values)), np.arange(len(values))[::-1]) < HAMPEL_HALF_WIDTH
+        far = (suspect | end) & (np.abs(residual) > HAMPEL_K * sigma)
         out[index] = np.where(far, median, median + np.clip(residual, -HUBER_K * sigma, HUBER_K * sigma))
     return out, weight
