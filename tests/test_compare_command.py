@@ -83,3 +83,28 @@ def test_unknown_revisions_are_a_clear_error(tmp_path: Path, env: dict[str, str]
     build_planted_history(repo)
     done = roofwatch(["compare", "main", "no-such-branch", "--repo", str(repo)], env, check=False)
     assert done.returncode == 2 and "unknown revision 'no-such-branch'" in done.stdout
+
+
+CRASHING_BENCH = """\
+import sys
+
+def test_work(benchmark):
+    sys.stderr.write("CUDA error: an illegal memory access was encountered\\n")
+    raise SystemExit(3)
+"""
+
+
+def test_a_suite_that_does_not_finish_is_explained_in_the_terminal(tmp_path: Path, env: dict[str, str]) -> None:
+    """Which suite, on which side, why, and its last lines: printed, not left in the database."""
+    repo = tmp_path / "crash"
+    init(repo)
+    base = commit(repo, "Add work", {"pyproject.toml": QUICK_PYPROJECT, "bench/test_work.py": QUICK_BENCH}, 1)
+    head = commit(repo, "Break work", {"bench/test_work.py": CRASHING_BENCH}, 2)
+    done = roofwatch(["compare", base, head, "--repo", str(repo)], env, check=False)
+    assert done.returncode != 0
+    out = " ".join(done.stdout.split())
+    assert "suites did not finish: benchmarks" in out
+    assert "head benchmarks:" in out and "CUDA error: an illegal memory access was encountered" in out
+    data = json.loads(roofwatch(["compare", base, head, "--repo", str(repo), "--format", "json"], env,
+                                check=False).stdout)
+    assert "CUDA error: an illegal memory access" in data["error"]

@@ -229,6 +229,9 @@ def test_a_run_whose_suites_did_not_finish_is_not_green() -> None:
     assert summarize(data) == Summary("failure", "incomplete: suites did not finish: correctness")
     body = render_comment(data, CONTEXT)
     assert "### roofwatch: **incomplete**" in body and "**Incomplete run:**" in body
+    # The reason carries each suite's own reason and last lines below its first: titles keep the first.
+    data.update(error="suites did not finish: correctness\nhead correctness: errored: exit 3\nImportError: no gelu")
+    assert summarize(data) == Summary("failure", "incomplete: suites did not finish: correctness")
 
 
 def test_too_few_rounds_and_throughput_units_read_plainly() -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -221,11 +221,31 @@ def run_ab(job: ABJob, device: DeviceInfo | None = None, progress: RoundProgress
     except CheckoutError as exc:
         return envelope("errored", str(exc))
 
-    first = [s for r in rounds if r.index == 0 for s in r.suites]
-    if any(s.status in ("errored", "timeout") for s in first):
-        broken = sorted({s.name for s in first if s.status in ("errored", "timeout")})
-        return envelope("failed", f"suites did not finish: {', '.join(broken)}")
+    first = [(r.side, s) for r in rounds if r.index == 0 for s in r.suites]
+    passed_on_base = {s.name for side, s in first if side == "base" and s.status == "passed"}
+    unfinished = [(side, s) for side, s in first if s.status in ("errored", "timeout")
+                  # A benchmark suite the head breaks (a crash, an illegal memory access) measures
+                  # nothing on the head: without this, the benchmarks that vanished would just be
+                  # missing from the verdict. (A correctness suite's failures are compared test by test.)
+                  or (side == "head" and s.kind == "benchmark" and s.status == "failed" and s.name in passed_on_base)]
+    if unfinished:
+        return envelope("failed", unfinished_reason(unfinished))
     return envelope("succeeded")
+
+
+REASON_TAIL_LINES = 20  # of each unfinished suite's output, in the reason `compare` prints
+
+
+def unfinished_reason(unfinished: Sequence[tuple[str, SuiteResult]]) -> str:
+    """Which suites did not finish, each with its side, its reason and the last lines it printed:
+    what a person needs to see in the terminal (or the JSON) without opening the dashboard."""
+    names = sorted({s.name for _, s in unfinished})
+    parts = [f"suites did not finish: {', '.join(names)}"]
+    for side, suite in unfinished:
+        tail = "\n".join(suite.output_tail.strip().splitlines()[-REASON_TAIL_LINES:])
+        parts.append(f"{side} {suite.name}: {suite.status}: {suite.reason or 'no reason recorded'}"
+                     + (f"\n{tail}" if tail else ""))
+    return "\n".join(parts)
 
 
 def suites_source(sources: dict[str, str]) -> str:

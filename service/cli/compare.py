@@ -97,6 +97,8 @@ def execute(request: CompareRequest, console: Console) -> tuple[int, ComparisonR
         result.get(propagate=False)
     with session_scope() as session:
         data = comparison_report(session, job.comparison_id)
+    if data.get("state") == "failed":  # a suite did not finish: the verdict rests on what did, so it fails
+        return 1, data
     return EXIT.get(data["verdict"], 2), data
 
 

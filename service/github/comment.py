@@ -164,8 +164,13 @@ def _with_name(prefix: str, name: str, suffix: str) -> str:
     return _clip(prefix + _clip(_one_line(name), max(room, 12)) + suffix, MAX_TITLE_CHARS)
 
 
+def _first_line(error: object) -> str:
+    """An error's first line: its summary (what follows is each suite's reason and output)."""
+    return (str(error or "").strip().splitlines() or [""])[0]
+
+
 def _error_line(report: ComparisonReport) -> str:
-    error = _one_line(str(report.get("error") or "")) or "no reason was recorded"
+    error = _one_line(_first_line(report.get("error"))) or "no reason was recorded"
     return SHA.sub(lambda m: m.group(0)[:7], error)  # 40-hex shas would take a third of the title
 
 
@@ -256,7 +261,7 @@ def _errored(view: _View) -> str:
 
 
 def _incomplete_notice(view: _View) -> str:
-    error = _clip(_one_line(str(view.report.get("error") or "")), ERROR_CHARS) or "a suite did not finish"
+    error = _clip(_one_line(_first_line(view.report.get("error"))), ERROR_CHARS) or "a suite did not finish"
     return (f"> **Incomplete run:** {_code(error)}. A suite that crashes or times out reports no test "
             "outcomes, so a broken kernel could hide behind it; this check fails until every suite finishes.")
 
