@@ -326,7 +326,8 @@ def regressions(
         commit = (row["commit"] or f"{row['range'] or '?'}")[:19]
         pct = "" if row["metric_change_pct"] is None else \
             f"{row['metric']} {row['metric_change_pct']:+.1f} %".replace("-", "−")
-        interval = "" if not row["metric_ci"] else f"[{row['metric_ci'][0]:+.1f}, {row['metric_ci'][1]:+.1f}]"
+        interval = "" if not row["metric_ci"] else \
+            f"[{row['metric_ci'][0]:+.1f}, {row['metric_ci'][1]:+.1f}]".replace("-", "−")
         p = "" if row["p_value"] is None else f"{row['p_value']:.2g}"
         table.add_row(str(row["id"]), inert(row["benchmark"]), inert(row["suite"]), inert(row["kind"]), inert(commit),
                       pct, interval, p, inert(row["state"]))
