@@ -23,8 +23,6 @@ from roofwatch.service.core.units import metric_kind
 from roofwatch.service.core.vocabulary import HEAD_TRIGGERS, OPEN_STATES
 from roofwatch.service.records.changes import shown
 
-# Runs that measure the default branch's history. Pull-request runs measure heads that may never
-# land, so they stay off trends; bisect runs measure commits of the history, so they belong.
 # How many recent runs per wanted point the overview looks at first: room for a few device classes
 # (each measured by its own runs) and re-runs of a commit before a series falls back to its history.
 RECENT_RUNS_PER_POINT = 4

@@ -56,6 +56,27 @@ def test_a_suite_that_needs_a_gpu_stops_run_on_a_host_without_one_before_any_che
         assert db.execute("SELECT count(*) FROM run").fetchone() == (0,)
 
 
+CPU_SUITE = ('[[tool.roofwatch.suites]]\nname = "cpu-benchmarks"\nkind = "benchmark"\n'
+             'command = "python -m pytest bench -q"\n')
+
+
+@pytest.mark.parametrize(("commit_declares", "stored", "needing"), [
+    (GPU_SUITE, "", ["cuda-benchmarks"]),
+    (GPU_SUITE, CPU_SUITE, ["cuda-benchmarks"]),                   # the commit's own suites win …
+    (GPU_SUITE, "override = true\n" + CPU_SUITE, []),              # … unless the stored file overrides them
+    ("[project]\nname = 'x'\n", GPU_SUITE, ["cuda-benchmarks"]),   # a commit without suites runs the stored ones
+    ("[project]\nname = 'x'\n", "", []),
+])
+def test_the_gpu_check_reads_the_suites_the_run_will_choose(tmp_path: Path, commit_declares: str, stored: str,
+                                                           needing: list[str]) -> None:
+    from roofwatch.service.cli.run import gpu_suites
+
+    repo = tmp_path / "kernels"
+    init(repo)
+    sha = commit(repo, "suites", {"pyproject.toml": commit_declares}, 1)
+    assert gpu_suites(repo, sha, stored) == needing
+
+
 def test_a_gpu_suite_reached_on_a_host_without_a_gpu_errors_with_that_reason(tmp_path: Path) -> None:
     """A worker (or a run whose suites changed after the check) never starts such a suite."""
     from roofwatch.workers import prerequisites

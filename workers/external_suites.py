@@ -72,7 +72,11 @@ def parse_suites_file(text: str) -> StoredSuites:
 
 def choose_suites(tree: Path, stored_toml: str, stored_label: str) -> tuple[list[SuiteSpec] | None, str]:
     """The suites to run on ``tree`` and where they came from (recorded with the run)."""
-    own = load_suites(tree)
+    return choose(load_suites(tree), stored_toml, stored_label)
+
+
+def choose(own: list[SuiteSpec] | None, stored_toml: str, stored_label: str) -> tuple[list[SuiteSpec] | None, str]:
+    """Between the suites a commit declares (``own``) and a stored config, the ones that run, and why."""
     # A commit (a pull request's included) must not make the worker fetch from a URL or path it names.
     if own is not None and any(spec.suites_repo for spec in own):
         raise SuiteConfigError("suites_repo is allowed only in a stored config, not in a commit's pyproject.toml")

@@ -85,14 +85,12 @@ def modelled_device_of(repo: str) -> str | None:
     """
     from roofwatch.workers import modelled_device
     from roofwatch.workers.errors import SuiteConfigError
-    from roofwatch.workers.suite_config import read_pyproject
 
     tree = Path(repo).expanduser()
     if not tree.is_dir():
         return None
     try:
-        data = read_pyproject(tree)
-        model = modelled_device.declared(data) if data is not None else None
+        model = modelled_device.declared_for(tree, "")
     except SuiteConfigError:
         return None
     return model.device_class if model else None

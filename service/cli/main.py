@@ -307,6 +307,7 @@ def regressions(
         _fail(f"--format must be table or json, not {format_!r}")
     from roofwatch.service.core.db import session_scope
     from roofwatch.service.core.errors import RoofwatchError
+    from roofwatch.service.core.units import bounds_text
     from roofwatch.service.records.queries import change_rows
     from roofwatch.service.records.repositories import find_repository
 
@@ -326,8 +327,7 @@ def regressions(
         commit = (row["commit"] or f"{row['range'] or '?'}")[:19]
         pct = "" if row["metric_change_pct"] is None else \
             f"{row['metric']} {row['metric_change_pct']:+.1f} %".replace("-", "−")
-        interval = "" if not row["metric_ci"] else \
-            f"[{row['metric_ci'][0]:+.1f}, {row['metric_ci'][1]:+.1f}]".replace("-", "−")
+        interval = bounds_text(*row["metric_ci"]) if row["metric_ci"] else ""
         p = "" if row["p_value"] is None else f"{row['p_value']:.2g}"
         table.add_row(str(row["id"]), inert(row["benchmark"]), inert(row["suite"]), inert(row["kind"]), inert(commit),
                       pct, interval, p, inert(row["state"]))

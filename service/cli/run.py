@@ -35,7 +35,7 @@ from roofwatch.service.records.suite_configs import current
 from roofwatch.workers import checkout, prerequisites
 from roofwatch.workers.device import probe, queue_name
 from roofwatch.workers.errors import CheckoutError, SuiteConfigError
-from roofwatch.workers.external_suites import parse_suites_file
+from roofwatch.workers.external_suites import choose, parse_suites_file
 from roofwatch.workers.progress import Activity, local_activity
 from roofwatch.workers.redaction import redact
 from roofwatch.workers.suite_config import parse_toml, suites_in
@@ -87,19 +87,21 @@ def one_off_suites(suites_file: Path | None, suites_from: str | None, source_rep
 def gpu_suites(source_repo: Path, sha: str, suites_toml: str) -> list[str]:
     """The suites that say they need a GPU (``gpu = true``), as the newest commit to run declares them.
 
-    From the suites file that will be used when there is one, else from the commit's own
-    ``pyproject.toml``, read from git without checking anything out. A file that cannot be read
-    here names no suite: the run itself reports what is wrong with it.
+    The commit's own ``pyproject.toml`` is read from git without checking anything out, and chosen
+    between it and ``suites_toml`` (a suites file, stored or one-off) as the worker will choose. A
+    file that cannot be read here names no suite: the run itself reports what is wrong with it.
     """
     try:
-        if suites_toml:
-            specs = parse_suites_file(suites_toml).suites
-        else:
+        try:
             text = checkout.git("show", f"{sha}:pyproject.toml", cwd=source_repo, local_files=True)
-            specs = suites_in(parse_toml(text, "pyproject.toml")) or []
-    except (CheckoutError, SuiteConfigError):
+        except CheckoutError:  # no pyproject.toml in the commit
+            own = None
+        else:
+            own = suites_in(parse_toml(text, "pyproject.toml"))
+        specs, _ = choose(own, suites_toml, "")
+    except SuiteConfigError:
         return []
-    return [spec.name for spec in specs if spec.gpu]
+    return [spec.name for spec in specs or [] if spec.gpu]
 
 
 def execute(request: RunRequest, console: Console, report: Report | None = None) -> int:

@@ -71,10 +71,20 @@ def change_text(time_change_pct: float | None, kind: str) -> str:
     return f"{METRIC_NAMES.get(kind, 'value')} {number.replace('-', '−')} %"
 
 
-def interval_text(time_low: float | None, time_high: float | None, kind: str) -> str:
-    """A change's interval in the same metric: ``[−51.0, −49.2]`` (bounds swap for throughput)."""
-    bounds = [change_in_metric(time_low, kind), change_in_metric(time_high, kind)]
-    if None in bounds:
-        return ""
-    low, high = sorted(b for b in bounds if b is not None)
+def interval_in_metric(time_low: float | None, time_high: float | None, kind: str) -> tuple[float, float] | None:
+    """A change's interval (on the time) in the metric the chart plots, low first: bounds swap for throughput."""
+    low, high = change_in_metric(time_low, kind), change_in_metric(time_high, kind)
+    if low is None or high is None:
+        return None
+    return (low, high) if low <= high else (high, low)
+
+
+def bounds_text(low: float, high: float) -> str:
+    """``[−51.0, −49.2]``: an interval in %, with the minus sign the changes are printed with."""
     return f"[{low:+.1f}, {high:+.1f}]".replace("-", "−")
+
+
+def interval_text(time_low: float | None, time_high: float | None, kind: str) -> str:
+    """A change's interval in the same metric: ``[−51.0, −49.2]``."""
+    bounds = interval_in_metric(time_low, time_high, kind)
+    return "" if bounds is None else bounds_text(*bounds)

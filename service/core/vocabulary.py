@@ -65,7 +65,8 @@ TERMINAL_STATES = frozenset(_plain(RunState.SUCCEEDED, RunState.FAILED, RunState
 MEASURED_STATES = _plain(RunState.SUCCEEDED, RunState.FAILED)
 
 # Runs of the branch's own history: a point of each series, analysed in branch order. A pull
-# request's head is not the branch; a bisection run is (it measures a commit between two of it).
+# request's head is not the branch; a bisection run is (it measures a commit between two of it),
+# and so is an upload from a team's own CI (its candidates wait for a runner).
 BRANCH_HISTORY_TRIGGERS = _plain(Trigger.PUSH, Trigger.MANUAL, Trigger.BISECT, Trigger.SCHEDULE, Trigger.UPLOAD)
 # Runs that may be the branch's head on the overview: the history's, less bisection, whose commit
 # lies between two measured ones and is never the newest.

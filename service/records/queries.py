@@ -10,7 +10,7 @@ from sqlalchemy.orm import aliased
 from sqlmodel import Session, col, select
 
 from roofwatch.service.core.models import Benchmark, Change, Commit, Comparison, Device, Measurement, Repository, Run
-from roofwatch.service.core.units import METRIC_NAMES, change_in_metric, metric_kind
+from roofwatch.service.core.units import METRIC_NAMES, change_in_metric, interval_in_metric, metric_kind
 from roofwatch.service.records.changes import shown
 
 
@@ -80,9 +80,9 @@ def _in_metric(row: Any) -> dict[str, Any]:
     if row.unit is None:  # a correctness change: no benchmark, no metric
         return {"metric": None, "metric_change_pct": None, "metric_ci": None}
     kind = metric_kind(row.unit, row.flops, row.bytes)
-    bounds = [change_in_metric(row.ci_low, kind), change_in_metric(row.ci_high, kind)]
+    bounds = interval_in_metric(row.ci_low, row.ci_high, kind)
     return {"metric": METRIC_NAMES[kind], "metric_change_pct": change_in_metric(row.change_pct, kind),
-            "metric_ci": sorted(b for b in bounds if b is not None) if None not in bounds else None}
+            "metric_ci": list(bounds) if bounds is not None else None}
 
 
 SERIES_PAGE = 1_000  # points per page of the series API unless asked otherwise

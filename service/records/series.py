@@ -18,7 +18,6 @@ from roofwatch.service.analysis.history import Point
 from roofwatch.service.core.models import Commit, Measurement, Run, TestOutcome
 from roofwatch.service.core.vocabulary import BRANCH_HISTORY_TRIGGERS, MEASURED_STATES
 
-# An upload from a team's own CI measures the branch too (its candidates wait for a runner).
 SERIES_LIMIT = 500  # latest commits per series searched for change points
 
 
