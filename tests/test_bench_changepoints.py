@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.changepoints import acceptance, generator, histories, peers, real, run
+from bench.changepoints import acceptance, ceiling, generator, histories, peers, real, run
 from bench.changepoints.score import aggregate, found, match
 
 # --- score ------------------------------------------------------------------------------------------
@@ -98,7 +98,39 @@ def test_acceptance_tables_score_recall_per_size_and_drift_alarms() -> None:
     alarms, hit, clean = acceptance.drift_alarms(keys, series, results, "roofwatch")
     assert alarms == hit == clean > 0
     goals = acceptance.goals(series, results, 3)
-    assert [row[-1] for row in goals.rows].count("NO") == len(acceptance.GOALS)
+    assert [row[3] for row in goals.rows].count("NO") == len(acceptance.GOALS)
+
+
+@pytest.mark.parametrize(("values", "split"), [
+    ([0.0, 0.0, 0.0, 1.0, 1.0], 3),
+    ([1.0, 1.0, 0.0, 0.0, 0.0, 0.0], 2),
+    ([0.0, 5.0], 1),
+    ([0.0, 0.0, 0.0, 0.0, 0.9, 1.1, 1.0, 1.0], 4),
+])
+def test_least_squares_split(values: list[float], split: int) -> None:
+    assert ceiling.least_squares_split(np.array(values)) == split
+
+
+def test_oracle_places_steps_between_their_true_neighbours_and_skips_mix_changes() -> None:
+    level = np.r_[np.full(30, 1.0), np.full(30, 1.5), np.full(30, 1.2)]
+    wiggle = 1.0 + 0.001 * np.sin(np.arange(90))
+    changes = [histories.Change(30, "location", 0.5), histories.Change(60, "location", -0.2),
+               histories.Change(75, "mix", float("nan"))]
+    history = histories.History(level * wiggle, changes, "gaussian", 0.001, "normal")
+    assert ceiling.oracle_found(history, 3) == [True, True, None]
+    # told the wrong neighbours, the first step is still placed; a step that is not there is not
+    moved = histories.History(level * wiggle, [histories.Change(45, "location", 0.0)], "gaussian", 0.001, "normal")
+    assert ceiling.oracle_found(moved, 3) == [False]
+
+
+def test_ceiling_of_the_goals_is_the_oracle_on_gaussian_histories() -> None:
+    series = acceptance.generate([7], per_cell=4)
+    results = {("roofwatch", key): run.Outcome([], 0.0) for key in series}
+    rows = {row[0]: row for row in acceptance.goals(series, results, 3).rows}
+    gaussian = [k for k, h in series.items() if h.kind == "gaussian"]
+    oracle = acceptance.oracle_tally(gaussian, series, 3)
+    assert rows["recall of 2 % steps"][4] == f"{oracle.recall('2 %'):.3f}"
+    assert rows["F1"][4] == ""
 
 
 # --- peers that need no optional library --------------------------------------------------------------
