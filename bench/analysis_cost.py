@@ -70,7 +70,7 @@ def _peak_mb() -> float:
 
 
 def parse_stage(result_file: str, envelope_file: str, run_id: int, key: str, sha: str, repository: str) -> dict[str, float]:
-    from roofwatch.workers.envelope import DeviceInfo, Envelope, SuiteResult
+    from roofwatch.common.envelope import DeviceInfo, Envelope, SuiteResult
     from roofwatch.workers.results import parse_benchmark_json
 
     started = time.perf_counter()

@@ -30,8 +30,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from roofwatch.common.envelope import MeasurementRecord
 from roofwatch.roofline import RooflineError, compute_roof, roofline_fraction
-from roofwatch.workers.envelope import MeasurementRecord
 from roofwatch.workers.results import parse_benchmark_json, parse_junit
 
 ROOT = Path(__file__).resolve().parents[1]

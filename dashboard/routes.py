@@ -13,9 +13,9 @@ from fastapi import FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
-from roofwatch.dashboard.common import PLOTLY_JS
 from roofwatch.dashboard.pages import benchmark, changes, compare, compiled, overview, roofline, run
 from roofwatch.dashboard.pr_comment import CommentRenderer
+from roofwatch.dashboard.rendering import PLOTLY_JS
 
 STATIC = Path(__file__).parent / "static"
 PAGES = (overview, run, compare, benchmark, roofline, changes, compiled)

@@ -14,6 +14,10 @@ from celery.result import AsyncResult
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, select
 
+from roofwatch.common.celery_app import TaskName, app
+from roofwatch.common.envelope import DeviceInfo
+from roofwatch.common.errors import RoofwatchError
+from roofwatch.common.redaction import redact
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.db import session_scope
 from roofwatch.service.core.models import Commit, Comparison, Repository, Run, WebhookDelivery, utcnow
@@ -28,10 +32,6 @@ from roofwatch.service.records.comparisons import ingest_ab as ingest_ab_envelop
 from roofwatch.service.records.comparisons import parse_ab_envelope
 from roofwatch.service.records.ingest import ingest_envelope, parse_envelope, upsert_device
 from roofwatch.workers import redelivery
-from roofwatch.workers.celery_app import TaskName, app
-from roofwatch.workers.envelope import DeviceInfo
-from roofwatch.workers.errors import RoofwatchError
-from roofwatch.workers.redaction import redact
 
 log = logging.getLogger(__name__)
 

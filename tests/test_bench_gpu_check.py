@@ -10,7 +10,7 @@ from bench.gpu_check import (
     roofline_rows,
     run_to_run_spread,
 )
-from roofwatch.workers.envelope import MeasurementRecord
+from roofwatch.common.envelope import MeasurementRecord
 
 H200_BW = 4.3e12  # a measured copy bandwidth, bytes/s
 H200_FLOPS = {"bf16": 800e12, "fp32": 60e12}

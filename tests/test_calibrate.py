@@ -18,6 +18,7 @@ from sqlmodel import select
 from tests_support import roofwatch
 from typer.testing import CliRunner
 
+from roofwatch.common.envelope import ENVELOPE_VERSION, DeviceInfo, Envelope
 from roofwatch.roofline import ROOF_MARGIN, RooflineError, datasheet_peaks, roof_dtype, roofline_fraction
 from roofwatch.service.core.db import downgrade, migrate, session_scope
 from roofwatch.service.core.models import Commit, Device, Measurement, Repository, Run
@@ -39,7 +40,6 @@ from roofwatch.workers.calibrate import (
     usable_caches,
     with_peaks,
 )
-from roofwatch.workers.envelope import ENVELOPE_VERSION, DeviceInfo, Envelope
 
 SMALL_PLAN = CalibrationPlan(
     copy_bytes=4 << 20,

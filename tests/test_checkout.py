@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from sample_repo import GOOD_KERNEL, build_history, commit, git, init
 
+from roofwatch.common.errors import RemoteUnreachable, UnknownRevision
 from roofwatch.workers import checkout
-from roofwatch.workers.errors import RemoteUnreachable, UnknownRevision
 
 
 @pytest.fixture

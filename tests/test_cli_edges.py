@@ -79,8 +79,8 @@ def test_the_gpu_check_reads_the_suites_the_run_will_choose(tmp_path: Path, comm
 
 def test_a_gpu_suite_reached_on_a_host_without_a_gpu_errors_with_that_reason(tmp_path: Path) -> None:
     """A worker (or a run whose suites changed after the check) never starts such a suite."""
+    from roofwatch.common.envelope import DeviceInfo
     from roofwatch.workers import prerequisites
-    from roofwatch.workers.envelope import DeviceInfo
     from roofwatch.workers.runner import Job, run_job
 
     if prerequisites.gpu().ok:

@@ -11,8 +11,8 @@ from sample_repo import commit, init
 from tests_support import pytest_env
 from triton_repo import build_history
 
+from roofwatch.common.envelope import CompiledArtifactRecord, DeviceInfo, Envelope, SuiteResult
 from roofwatch.workers.compiled.artifacts_file import parse_compiled_json
-from roofwatch.workers.envelope import CompiledArtifactRecord, DeviceInfo, Envelope, SuiteResult
 from roofwatch.workers.runner import Job, run_job
 
 ROOT = Path(__file__).resolve().parents[1]

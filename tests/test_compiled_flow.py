@@ -20,12 +20,12 @@ from sqlmodel import Session, select
 from tests_support import roofwatch
 from triton_repo import build_history
 
+from roofwatch.common.envelope import CompiledArtifactRecord, RoundRecord, SuiteResult
 from roofwatch.service.analysis import lifecycle
 from roofwatch.service.core.models import Benchmark, Change, Commit, Comparison, ComparisonResult, Device, Repository
 from roofwatch.service.flows import confirmation
 from roofwatch.service.github.comment import ReportContext, render_comment
 from roofwatch.service.records import compiled_artifacts
-from roofwatch.workers.envelope import CompiledArtifactRecord, RoundRecord, SuiteResult
 
 GOLDEN = Path(__file__).parent / "golden" / "pr_comment" / "compiled_changed.md"
 UPDATE = os.environ.get("ROOFWATCH_UPDATE_GOLDEN") == "1"

@@ -30,13 +30,13 @@ from hostile_history import (
     build,
 )
 
-from roofwatch.dashboard.common import TEMPLATES
 from roofwatch.dashboard.distribution_chart import distribution_figure
 from roofwatch.dashboard.escaping import plotly_text, script_json
 from roofwatch.dashboard.figures import Series, benchmark_figure
 from roofwatch.dashboard.metrics import Metric
 from roofwatch.dashboard.pages.compiled import history_figure
 from roofwatch.dashboard.pr_comment import comment_html
+from roofwatch.dashboard.rendering import TEMPLATES
 from roofwatch.dashboard.roofline_chart import KernelPoint, roofline_figure
 from roofwatch.roofline import CacheRoof, Peaks
 

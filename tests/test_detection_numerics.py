@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
+from roofwatch.common.envelope import OutcomeRecord
 from roofwatch.service.core.db import make_engine, migrate
 from roofwatch.service.core.models import Change, Commit, Device, Repository, Run, TestOutcome
 from roofwatch.service.flows.detection import NUMERICS_METRICS, analyze_run
-from roofwatch.workers.envelope import OutcomeRecord
 
 # (max_abs_err, max_rel_err, beyond_half_ulp) per commit.
 CASES = {

@@ -12,7 +12,7 @@ from sample_repo import commit, init
 from sqlmodel import Session, create_engine, select
 from tests_support import roofwatch
 
-from roofwatch.workers.errors import SuiteConfigError
+from roofwatch.common.errors import SuiteConfigError
 from roofwatch.workers.external_suites import choose_suites, parse_suites_file
 
 SUITES = """\

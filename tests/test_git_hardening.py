@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from sample_repo import GOOD_KERNEL, commit, init
 
+from roofwatch.common.errors import RemoteUnreachable
 from roofwatch.workers import checkout
-from roofwatch.workers.errors import RemoteUnreachable
 
 TOKEN = "ghs_abcdefghijklmnopqrstuvwxyz0123456789"
 

@@ -161,7 +161,7 @@ def test_a_commits_setup_never_reaches_another_commits_suites(tmp_path: Path) ->
 
 
 def test_a_stored_suite_cannot_take_its_files_from_another_repositorys_mirror(tmp_path: Path) -> None:
-    from roofwatch.workers.errors import SuiteConfigError
+    from roofwatch.common.errors import SuiteConfigError
     from roofwatch.workers.external_suites import lay_over
     from roofwatch.workers.suite_config import SuiteSpec
 

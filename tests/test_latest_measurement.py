@@ -8,12 +8,12 @@ from datetime import UTC, datetime
 from sqlalchemy import text
 from sqlmodel import Session, select
 
+from roofwatch.common.envelope import DeviceInfo, Envelope
 from roofwatch.service.core.db import downgrade, make_engine, migrate
 from roofwatch.service.core.models import Commit, LatestMeasurement, Repository, Run
 from roofwatch.service.records import latest
 from roofwatch.service.records.ingest import ingest_envelope
 from roofwatch.service.records.runs import create_run
-from roofwatch.workers.envelope import DeviceInfo, Envelope
 
 DEVICE = DeviceInfo(device_class="NVIDIA H200", fingerprint="h200-latest")
 

@@ -169,7 +169,7 @@ def test_broker_metrics(redis_url: str, metrics_env: pytest.MonkeyPatch, tmp_pat
 
         # Real Celery messages: one routed to `cpu`, two to an H200 queue (one at a priority, which
         # Redis keeps in a list of its own).
-        from roofwatch.workers.celery_app import make_app
+        from roofwatch.common.celery_app import make_app
 
         celery = make_app()
         celery.send_task("roofwatch.analyze", args=[1])

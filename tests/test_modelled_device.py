@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from sample_repo import CHECKS, GOOD_KERNEL, commit, init
 
+from roofwatch.common.envelope import DeviceInfo, Envelope
+from roofwatch.common.errors import SuiteConfigError
 from roofwatch.workers import modelled_device
-from roofwatch.workers.envelope import DeviceInfo, Envelope
-from roofwatch.workers.errors import SuiteConfigError
 from roofwatch.workers.runner import Job, run_job
 
 HOST = DeviceInfo(device_class="CPU Example 9000", fingerprint="f" * 32, hostname="ci-7", torch_version="2.13.0")

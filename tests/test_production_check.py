@@ -8,8 +8,8 @@ import pytest
 from pydantic import ValidationError
 from tests_support import roofwatch
 
+from roofwatch.common.settings import WorkerSettings
 from roofwatch.service.core.config import Settings
-from roofwatch.workers.settings import WorkerSettings
 
 STRONG = "s3cr3t-" + "x" * 40
 GOOD = {"environment": "production", "api_token": STRONG, "github_webhook_secret": STRONG + "w",

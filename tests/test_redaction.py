@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from roofwatch.workers.redaction import redact, redact_json, split_credentials
+from roofwatch.common.redaction import redact, redact_json, split_credentials
 
 TOKEN = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
 
@@ -110,11 +110,11 @@ def test_what_a_suite_printed_is_stored_redacted(roofwatch_env) -> None:  # type
 
     from sqlmodel import select
 
+    from roofwatch.common.envelope import ENVELOPE_VERSION
     from roofwatch.service.core.db import migrate, session_scope
     from roofwatch.service.core.models import Commit, Repository, Run, SuiteExecution, TestOutcome
     from roofwatch.service.records.runs import create_run
     from roofwatch.service.tasks import ingest
-    from roofwatch.workers.envelope import ENVELOPE_VERSION
 
     migrate()
     with session_scope() as session:

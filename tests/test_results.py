@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from tests_support import pytest_env
 
+from roofwatch.common.envelope import OutcomeRecord
+from roofwatch.common.errors import ResultFileError
 from roofwatch.service.analysis.sampling import SAMPLE_LIMIT
-from roofwatch.workers.envelope import OutcomeRecord
-from roofwatch.workers.errors import ResultFileError
 from roofwatch.workers.results import parse_benchmark_json, parse_junit
 
 BENCH_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "formats" / "pytest-benchmark"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from sample_repo import BENCH, CHECKS, GOOD_KERNEL, build_history, commit, init
 
-from roofwatch.workers.envelope import DeviceInfo, Envelope, SuiteResult
+from roofwatch.common.envelope import DeviceInfo, Envelope, SuiteResult
 from roofwatch.workers.runner import Job, run_job
 
 DEVICE = DeviceInfo(device_class="CPU test", fingerprint="test")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from sample_repo import PYPROJECT
 
-from roofwatch.workers.errors import SuiteConfigError
+from roofwatch.common.errors import SuiteConfigError
 from roofwatch.workers.suite_config import load_suites
 
 PROJECT = '[project]\nname = "k"\nversion = "0"\n'

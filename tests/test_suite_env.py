@@ -15,8 +15,8 @@ import pytest
 from sample_repo import commit, git, init
 from tests_support import roofwatch
 
+from roofwatch.common.errors import SuiteConfigError
 from roofwatch.workers import bubblewrap, sandbox
-from roofwatch.workers.errors import SuiteConfigError
 from roofwatch.workers.suite_config import suites_in
 from roofwatch.workers.suite_env import check_env, inside_tree
 

@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
+from roofwatch.common.settings import get_worker_settings
 from roofwatch.service.core.config import get_settings
 from roofwatch.workers import worker
 from roofwatch.workers.device import probe, queue_name
-from roofwatch.workers.settings import get_worker_settings
 
 
 def test_gpu_worker_is_named_after_its_gpu_and_serves_only_its_queue() -> None:
@@ -62,19 +62,19 @@ def _loaded_by(code: str) -> list[str]:
 
 def test_production_gpu_worker_starts_with_no_service_credentials() -> None:
     """A production GPU worker imports its Celery app and tasks holding only a broker URL, and no service module."""
-    assert _loaded_by("import roofwatch.workers.celery_app, roofwatch.workers.tasks") == []
+    assert _loaded_by("import roofwatch.common.celery_app, roofwatch.workers.tasks") == []
 
 
 def test_a_gpu_only_worker_registers_its_own_task_module_and_loads_no_service_module() -> None:
     """What Celery imports at a worker's start (its ``include``) is decided by the queues it serves."""
-    from roofwatch.workers.celery_app import SERVICE_TASKS, WORKER_TASKS, task_modules
+    from roofwatch.common.celery_app import SERVICE_TASKS, WORKER_TASKS, task_modules
 
     gpu_only = task_modules(["gpu.nvidia-h200"])
     assert gpu_only == [WORKER_TASKS]
     assert task_modules(["gpu.nvidia-h200", "cpu", "ingest"]) == [WORKER_TASKS, SERVICE_TASKS]
     assert task_modules(["ingest"]) == [WORKER_TASKS, SERVICE_TASKS]
-    assert _loaded_by("from roofwatch.workers.celery_app import app, task_modules; "
+    assert _loaded_by("from roofwatch.common.celery_app import app, task_modules; "
                       "app.conf.include = task_modules(['gpu.nvidia-h200']); app.loader.import_default_modules()") == []
     # The guard can fail: with the service's task module included, the service comes along.
     assert "roofwatch.service.tasks" in _loaded_by(
-        "from roofwatch.workers.celery_app import app; app.loader.import_default_modules()")
+        "from roofwatch.common.celery_app import app; app.loader.import_default_modules()")

@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from roofwatch.common.envelope import ABEnvelope, CommitRecord, DeviceInfo, RoundRecord, SuiteResult
+from roofwatch.common.errors import CheckoutError, SuiteConfigError
 from roofwatch.service.analysis import abtest
 from roofwatch.workers import checkout, min_effect, modelled_device
 from roofwatch.workers.device import probe
-from roofwatch.workers.envelope import ABEnvelope, CommitRecord, DeviceInfo, RoundRecord, SuiteResult
-from roofwatch.workers.errors import CheckoutError, SuiteConfigError
 from roofwatch.workers.external_suites import noted, prepare_suites, repository_min_effect_of
 from roofwatch.workers.runner import run_suite
 from roofwatch.workers.suite_config import SuiteSpec

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from roofwatch.workers.errors import SandboxUnavailable
+from roofwatch.common.errors import SandboxUnavailable
 
 # Read-only system folders; whichever exist on this host are mounted.
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys")

@@ -31,11 +31,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from roofwatch.common.envelope import DeviceInfo
+from roofwatch.common.errors import CalibrationError
 from roofwatch.roofline import Peaks
 from roofwatch.timing import GpuTimer, GraphPolicy, HostTimer, StoppingRule, Timer, WarmUp
 from roofwatch.workers.cache_sizes import cpu_caches, gpu_caches
-from roofwatch.workers.envelope import DeviceInfo
-from roofwatch.workers.errors import CalibrationError
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from roofwatch.workers.errors import CheckoutError, RemoteUnreachable, UnknownRevision
-from roofwatch.workers.redaction import redact, split_credentials
+from roofwatch.common.errors import CheckoutError, RemoteUnreachable, UnknownRevision
+from roofwatch.common.redaction import redact, split_credentials
 
 GIT_TIMEOUT_S = 600
 # Empty on purpose: git's HOME and hooks folder.

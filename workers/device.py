@@ -13,7 +13,7 @@ import socket
 from importlib import metadata
 from pathlib import Path
 
-from roofwatch.workers.envelope import DeviceInfo
+from roofwatch.common.envelope import DeviceInfo
 
 
 def _version(package: str) -> str:

@@ -19,10 +19,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from roofwatch.common.envelope import SuiteResult
+from roofwatch.common.errors import SuiteConfigError, UnknownRevision
+from roofwatch.common.redaction import redact
 from roofwatch.workers import checkout
-from roofwatch.workers.envelope import SuiteResult
-from roofwatch.workers.errors import SuiteConfigError, UnknownRevision
-from roofwatch.workers.redaction import redact
 from roofwatch.workers.suite_config import (
     SuiteSpec,
     load_suites,

@@ -4,7 +4,7 @@
 context — set with ``log_context(run_id=12)``, and by Celery's ``task_prerun`` / ``task_postrun``
 for every task — onto each record, so a line logged anywhere below (the runner, the sandbox,
 SQLAlchemy) carries it without being passed ids. Another takes secrets out of every line,
-message and traceback alike (``roofwatch.workers.redaction``: credentials in URLs, token shapes, the
+message and traceback alike (``roofwatch.common.redaction``: credentials in URLs, token shapes, the
 configured secrets). The context lives in a ``contextvars`` variable:
 it follows the code through calls and eager tasks, never leaks across threads or past its block.
 
@@ -32,8 +32,8 @@ from celery import signals
 from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
 
-from roofwatch.workers.redaction import RedactingFilter
-from roofwatch.workers.task_names import TaskName
+from roofwatch.common.redaction import RedactingFilter
+from roofwatch.common.task_names import TaskName
 
 LogFormat = Literal["text", "json"]
 

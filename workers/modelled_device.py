@@ -24,8 +24,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from roofwatch.workers.envelope import DeviceInfo
-from roofwatch.workers.errors import SuiteConfigError
+from roofwatch.common.envelope import DeviceInfo
+from roofwatch.common.errors import SuiteConfigError
 from roofwatch.workers.suite_config import roofwatch_table, stored_or_own
 
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8")

@@ -13,9 +13,9 @@ import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
 
+from roofwatch.common.errors import SandboxUnavailable
+from roofwatch.common.settings import WorkerSettings
 from roofwatch.workers import bubblewrap
-from roofwatch.workers.errors import SandboxUnavailable
-from roofwatch.workers.settings import WorkerSettings
 
 
 @dataclass(frozen=True)

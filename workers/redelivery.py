@@ -42,9 +42,6 @@ HEARTBEAT_INTERVAL_S = 10.0
 HEARTBEAT_TTL_S = 60
 ATTEMPTS_TTL_S = 7 * 24 * 3600
 MAX_ATTEMPTS = 3
-# Longer than the longest task may run (the A/B task's hard limit is 8 h 5 min), so kombu's own
-# redelivery never hands a live run to a second worker; the records above make recovery fast.
-VISIBILITY_TIMEOUT_S = 9 * 3600
 
 
 def client_for(broker_url: str | None) -> redis.Redis | None:

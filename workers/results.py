@@ -24,9 +24,9 @@ from typing import IO, Any
 import ijson
 import numpy as np
 
+from roofwatch.common.envelope import MeasurementRecord, OutcomeRecord
+from roofwatch.common.errors import ResultFileError
 from roofwatch.service.analysis.sampling import reservoir, seed_for
-from roofwatch.workers.envelope import MeasurementRecord, OutcomeRecord
-from roofwatch.workers.errors import ResultFileError
 from roofwatch.workers.tree_files import UnsafePath, open_in, read_file
 
 MESSAGE_LIMIT = 4000

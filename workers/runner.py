@@ -18,15 +18,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
+from roofwatch.common.envelope import CommitRecord, DeviceInfo, Envelope, SuiteResult
+from roofwatch.common.errors import CheckoutError, ResultFileError, SuiteConfigError
+from roofwatch.common.settings import get_worker_settings
 from roofwatch.workers import bubblewrap, checkout, modelled_device, prerequisites, sandbox
 from roofwatch.workers.compiled.artifacts_file import failure_summary, parse_compiled_json
 from roofwatch.workers.compiled.install import PLUGIN, install_plugin, with_plugin_path
 from roofwatch.workers.device import probe
-from roofwatch.workers.envelope import CommitRecord, DeviceInfo, Envelope, SuiteResult
-from roofwatch.workers.errors import CheckoutError, ResultFileError, SuiteConfigError
 from roofwatch.workers.external_suites import noted, prepare_suites
 from roofwatch.workers.results import parse_benchmark_json, parse_junit
-from roofwatch.workers.settings import get_worker_settings
 from roofwatch.workers.suite_config import SuiteSpec
 from roofwatch.workers.tree_files import UnsafePath, read_in
 

@@ -10,8 +10,8 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from roofwatch.common.errors import SuiteConfigError
 from roofwatch.workers.compiled.targets import DEFAULT_TARGETS, UnknownTarget, parse_targets
-from roofwatch.workers.errors import SuiteConfigError
 from roofwatch.workers.min_effect import parse_min_effect
 from roofwatch.workers.suite_env import check_env
 from roofwatch.workers.tree_files import UnsafePath, read_in, relative_parts

@@ -13,14 +13,14 @@ from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 
+from roofwatch.common.celery_app import TaskName, app
+from roofwatch.common.envelope import ABEnvelope, Envelope
+from roofwatch.common.settings import get_worker_settings
 from roofwatch.workers import redelivery
 from roofwatch.workers.ab import ABJob, RoundProgress, run_ab
-from roofwatch.workers.celery_app import TaskName, app
 from roofwatch.workers.device import probe
-from roofwatch.workers.envelope import ABEnvelope, Envelope
 from roofwatch.workers.progress import Activity, announce
 from roofwatch.workers.runner import Job, run_job
-from roofwatch.workers.settings import get_worker_settings
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import os
 import stat
 from pathlib import Path, PurePosixPath
 
-from roofwatch.workers.errors import UnsafePath
+from roofwatch.common.errors import UnsafePath
 
 # Enough for any pyproject.toml, lock file or result file a suite writes; large sweeps' JSON
 # reaches tens of MB.

@@ -12,12 +12,12 @@ import os
 import socket
 from dataclasses import dataclass
 
+from roofwatch.common.celery_app import CPU_QUEUE, INGEST_QUEUE, TaskName, app, task_modules
+from roofwatch.common.envelope import DeviceInfo
+from roofwatch.common.settings import get_worker_settings
 from roofwatch.workers import redelivery
 from roofwatch.workers.calibrate import calibrated
-from roofwatch.workers.celery_app import CPU_QUEUE, INGEST_QUEUE, TaskName, app, task_modules
 from roofwatch.workers.device import is_cpu, probe, queue_name
-from roofwatch.workers.envelope import DeviceInfo
-from roofwatch.workers.settings import get_worker_settings
 
 log = logging.getLogger(__name__)
 

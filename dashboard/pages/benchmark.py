@@ -20,9 +20,9 @@ from fastapi.responses import HTMLResponse
 
 from roofwatch.dashboard import figures, metrics, series_window
 from roofwatch.dashboard import queries as dq
-from roofwatch.dashboard.common import TEMPLATES, chart_json
 from roofwatch.dashboard.figures import Series, benchmark_figure
 from roofwatch.dashboard.filters import Filters, FiltersDep
+from roofwatch.dashboard.rendering import TEMPLATES, chart_json
 from roofwatch.service.analysis.compiled import for_tests
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.models import ROW_ID_MAX, Benchmark, Repository

@@ -14,9 +14,9 @@ from typing import Annotated, Any
 from fastapi import FastAPI, HTTPException, Path, Query, Request
 from fastapi.responses import HTMLResponse
 
-from roofwatch.dashboard.common import TEMPLATES, chart_json
 from roofwatch.dashboard.distribution_chart import distribution_figure
 from roofwatch.dashboard.pr_comment import CommentRenderer, comment_html
+from roofwatch.dashboard.rendering import TEMPLATES, chart_json
 from roofwatch.service.core.links import compare_url
 from roofwatch.service.core.models import ROW_ID_MAX, Benchmark, Commit, Comparison, ComparisonResult, Repository, Run
 from roofwatch.service.core.reports import ComparisonReport

@@ -12,8 +12,8 @@ from typing import Annotated, Any
 from fastapi import FastAPI, HTTPException, Path, Query, Request
 from fastapi.responses import HTMLResponse
 
-from roofwatch.dashboard.common import TEMPLATES, chart_json
 from roofwatch.dashboard.escaping import plotly_text
+from roofwatch.dashboard.rendering import TEMPLATES, chart_json
 from roofwatch.service.analysis.compiled import diff
 from roofwatch.service.core.models import ROW_ID_MAX, Commit, Repository
 from roofwatch.service.core.requests import SessionDep

@@ -14,9 +14,9 @@ from fastapi.responses import HTMLResponse
 
 from roofwatch.dashboard import metrics
 from roofwatch.dashboard import queries as dq
-from roofwatch.dashboard.common import TEMPLATES
 from roofwatch.dashboard.figures import sparkline_svg
 from roofwatch.dashboard.filters import Filters, FiltersDep, choices
+from roofwatch.dashboard.rendering import TEMPLATES
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.models import Benchmark
 from roofwatch.service.core.requests import SessionDep

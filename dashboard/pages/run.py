@@ -9,7 +9,7 @@ from fastapi.responses import HTMLResponse
 from sqlalchemy import or_
 from sqlmodel import col, select
 
-from roofwatch.dashboard.common import TEMPLATES
+from roofwatch.dashboard.rendering import TEMPLATES
 from roofwatch.service.core.models import (
     ROW_ID_MAX,
     Benchmark,

@@ -28,11 +28,11 @@ from sqlalchemy import Engine, func, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, col, select
 
+from roofwatch.common.celery_app import CPU_QUEUE, INGEST_QUEUE
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.db import get_engine
 from roofwatch.service.core.models import DELIVERY_OUTCOMES, Device, GitHubReport, Run, WebhookDelivery, utcnow
 from roofwatch.service.core.vocabulary import RUN_STATES
-from roofwatch.workers.celery_app import CPU_QUEUE, INGEST_QUEUE
 from roofwatch.workers.redelivery import HEARTBEAT_KEY
 
 log = logging.getLogger(__name__)

@@ -11,6 +11,7 @@ from fastapi import APIRouter, HTTPException, Path, Query, Response
 from pydantic import BaseModel, Field
 from sqlmodel import select
 
+from roofwatch.common.redaction import redact
 from roofwatch.service.api.deps import TokenDep
 from roofwatch.service.core.errors import UnknownRepository
 from roofwatch.service.core.models import (
@@ -31,7 +32,6 @@ from roofwatch.service.core.requests import SessionDep
 from roofwatch.service.records import queries
 from roofwatch.service.records.changes import CONFIRMED
 from roofwatch.service.records.repositories import find_repository
-from roofwatch.workers.redaction import redact
 
 router = APIRouter(prefix="/api", tags=["api"])
 

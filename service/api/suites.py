@@ -17,13 +17,13 @@ from pydantic import BaseModel, Field, ValidationError
 from sqlmodel import Session, col, select
 from starlette.concurrency import run_in_threadpool
 
+from roofwatch.common.errors import SuiteConfigError
+from roofwatch.common.redaction import redact
 from roofwatch.service.api.deps import TokenDep
 from roofwatch.service.core.models import Repository, SuiteConfig
 from roofwatch.service.core.requests import SessionDep
 from roofwatch.service.records.suite_configs import store
-from roofwatch.workers.errors import SuiteConfigError
 from roofwatch.workers.external_suites import parse_suites_file
-from roofwatch.workers.redaction import redact
 
 router = APIRouter(prefix="/api", tags=["api"])
 

@@ -14,6 +14,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from roofwatch.common.envelope import DeviceInfo
+from roofwatch.common.task_names import TaskName
 from roofwatch.roofline import datasheet_peaks
 from roofwatch.service.core.config import get_settings
 from roofwatch.workers.calibrate import (
@@ -26,8 +28,6 @@ from roofwatch.workers.calibrate import (
     with_peaks,
 )
 from roofwatch.workers.calibrate import calibrate as measure_device
-from roofwatch.workers.envelope import DeviceInfo
-from roofwatch.workers.task_names import TaskName
 
 
 def measure(info: DeviceInfo, gpu: int | None, console: Console) -> Calibration:
@@ -83,8 +83,8 @@ def modelled_device_of(repo: str) -> str | None:
     nothing is held to. A repository named rather than given as a path, or whose file does not
     parse, is calibrated as usual: the run reports what is wrong with its file.
     """
+    from roofwatch.common.errors import SuiteConfigError
     from roofwatch.workers import modelled_device
-    from roofwatch.workers.errors import SuiteConfigError
 
     tree = Path(repo).expanduser()
     if not tree.is_dir():

@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from roofwatch.common.redaction import redact
 from roofwatch.service.cli.consoles import inert
 from roofwatch.service.cli.progress import describe
 from roofwatch.service.cli.run import one_off_suites
@@ -30,7 +31,6 @@ from roofwatch.service.records.runs import upsert_commit
 from roofwatch.workers import checkout
 from roofwatch.workers.device import probe, queue_name
 from roofwatch.workers.progress import Activity, local_activity
-from roofwatch.workers.redaction import redact
 
 # Exit codes: a CI step can gate on them.
 EXIT = {"no-change": 0, "improvement": 0, "regression": 1, "failure": 1, "inconclusive": 3, "errored": 2}

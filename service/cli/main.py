@@ -12,12 +12,12 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from roofwatch.common.redaction import redact
 from roofwatch.service.cli import suites as suites_command
 from roofwatch.service.cli import upload as upload_command
 from roofwatch.service.cli.consoles import inert, make_console
 from roofwatch.service.cli.database import prepare_database
 from roofwatch.service.core.config import get_settings
-from roofwatch.workers.redaction import redact
 
 app = typer.Typer(help="Performance-regression CI for GPU kernels.", no_args_is_help=True,
                   pretty_exceptions_enable=False)
@@ -236,7 +236,7 @@ def worker(
     """A Celery worker: this machine's device queue plus `cpu` and `ingest` by default."""
     from pydantic import ValidationError
 
-    from roofwatch.workers.settings import get_worker_settings
+    from roofwatch.common.settings import get_worker_settings
 
     # A GPU worker reads only its own settings: it must start without the service's credentials.
     # Checked before the Celery app (which reads them too) is imported.
@@ -341,10 +341,10 @@ def artifacts(
     format_: Annotated[str, typer.Option("--format", help="table | json")] = "table",
 ) -> None:
     """The Triton kernels compiled for a commit: registers, spills, shared memory, SASS mix and hash per target."""
+    from roofwatch.common.errors import RoofwatchError
     from roofwatch.service.cli.artifacts import artifacts_of, render
     from roofwatch.service.core.db import session_scope
     from roofwatch.service.records.compiled_artifacts import public
-    from roofwatch.workers.errors import RoofwatchError
 
     prepare_database()
     try:

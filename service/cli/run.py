@@ -18,6 +18,8 @@ from rich.table import Table
 from rich.text import Text
 from sqlmodel import select
 
+from roofwatch.common.errors import CheckoutError, SuiteConfigError
+from roofwatch.common.redaction import redact
 from roofwatch.service.cli.consoles import inert
 from roofwatch.service.cli.progress import Purposes, describe
 from roofwatch.service.core.config import get_settings
@@ -34,10 +36,8 @@ from roofwatch.service.records.runs import create_run, earlier_runs, find_commit
 from roofwatch.service.records.suite_configs import current
 from roofwatch.workers import checkout, prerequisites
 from roofwatch.workers.device import probe, queue_name
-from roofwatch.workers.errors import CheckoutError, SuiteConfigError
 from roofwatch.workers.external_suites import choose, parse_suites_file
 from roofwatch.workers.progress import Activity, local_activity
-from roofwatch.workers.redaction import redact
 from roofwatch.workers.suite_config import parse_toml, suites_in
 
 DEFAULT_LAST = 1

@@ -27,9 +27,9 @@ def set_suites_command(
     file: Annotated[Path, typer.Argument(help="TOML with [[tool.roofwatch.suites]] tables")],
 ) -> None:
     """Keep (a new version of) the repository's suites in roofwatch; every version is kept."""
+    from roofwatch.common.errors import RoofwatchError
     from roofwatch.service.cli.database import prepare_database
     from roofwatch.service.core.db import session_scope
-    from roofwatch.workers.errors import RoofwatchError
 
     prepare_database()
     try:

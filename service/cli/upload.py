@@ -11,9 +11,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from roofwatch.common.redaction import redact
 from roofwatch.service.cli.consoles import inert
 from roofwatch.service.records.upload_formats import FORMATS
-from roofwatch.workers.redaction import redact
 
 console = Console()
 err = Console(stderr=True)
@@ -39,9 +39,9 @@ def upload(
     if output not in ("table", "json"):
         err.print(f"[bold red]error:[/] --output must be table or json, not {output!r}")
         raise typer.Exit(2)
+    from roofwatch.common.errors import RoofwatchError
     from roofwatch.service.cli.database import prepare_database
     from roofwatch.service.flows.upload import UploadRequest, upload_and_report
-    from roofwatch.workers.errors import RoofwatchError
 
     prepare_database()
     try:

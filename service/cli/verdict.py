@@ -13,12 +13,12 @@ import math
 import statistics
 from pathlib import Path
 
+from roofwatch.common.envelope import RoundRecord, SuiteResult
 from roofwatch.service.analysis import abtest
 from roofwatch.service.core.errors import VerdictInputError
 from roofwatch.service.core.reports import BenchmarkVerdictRow, ComparisonReport
 from roofwatch.service.records.upload_formats import read_results
 from roofwatch.workers.ab import paired_rounds, round_verdicts
-from roofwatch.workers.envelope import RoundRecord, SuiteResult
 from roofwatch.workers.min_effect import parse_min_effect
 
 EXIT = {"no-change": 0, "improvement": 0, "regression": 1, "inconclusive": 3}

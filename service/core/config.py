@@ -13,8 +13,8 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
-from roofwatch.workers.redaction import remember_secrets
-from roofwatch.workers.settings import DEFAULT_DATA_DIR, WorkerSettings
+from roofwatch.common.redaction import remember_secrets
+from roofwatch.common.settings import DEFAULT_DATA_DIR, WorkerSettings
 
 __all__ = ["DEFAULT_DATA_DIR", "Settings", "get_settings"]
 

@@ -1,6 +1,6 @@
 """Every error roofwatch turns into a recorded outcome or a clear message, in one tree.
 
-    RoofwatchError                    base; defined in ``roofwatch.workers.errors`` so workers need nothing of service
+    RoofwatchError                    base; defined in ``roofwatch.common.errors`` so workers need nothing of service
      ├── CheckoutError                git could not give us the tree we asked for
      │    ├── RemoteUnreachable       clone/fetch failed (bad URL, no network, not a repository)
      │    └── UnknownRevision         the SHA / ref / range does not exist in the repository
@@ -26,7 +26,7 @@ Entry points catch ``RoofwatchError`` alone: the CLI prints it and exits 2, the 
 
 from __future__ import annotations
 
-from roofwatch.workers.errors import (
+from roofwatch.common.errors import (
     CalibrationError,
     CheckoutError,
     RemoteUnreachable,

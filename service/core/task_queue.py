@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from celery import Signature
 
-from roofwatch.workers.celery_app import app
+from roofwatch.common.celery_app import app
 
 
 def signature(name: str, *args: object, immutable: bool = False) -> Signature:

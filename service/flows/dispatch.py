@@ -13,11 +13,11 @@ from typing import Any
 from celery import Signature, chain
 from celery.result import AsyncResult
 
+from roofwatch.common.celery_app import app
+from roofwatch.common.task_names import TaskName
 from roofwatch.service.core import task_queue
 from roofwatch.workers.ab import ABJob
-from roofwatch.workers.celery_app import app
 from roofwatch.workers.runner import Job
-from roofwatch.workers.task_names import TaskName
 
 RUN_TASK_PREFIX = "roofwatch-run-"
 COMPARISON_TASK_PREFIX = "roofwatch-comparison-"

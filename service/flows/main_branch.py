@@ -16,6 +16,8 @@ from pathlib import Path
 
 from sqlmodel import Session, select
 
+from roofwatch.common.errors import RoofwatchError
+from roofwatch.common.task_names import TaskName
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.db import session_scope
 from roofwatch.service.core.keys import bisect_key
@@ -28,8 +30,6 @@ from roofwatch.service.flows.narrowing import Bisect
 from roofwatch.service.records.runs import create_run, find_commit, upsert_commit
 from roofwatch.workers import checkout
 from roofwatch.workers.device import queue_name
-from roofwatch.workers.errors import RoofwatchError
-from roofwatch.workers.task_names import TaskName
 
 log = logging.getLogger(__name__)
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from sqlmodel import Session, col, select
 
+from roofwatch.common.task_names import TaskName
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.db import session_scope
 from roofwatch.service.core.errors import CheckoutError, PullRequestError
@@ -27,7 +28,6 @@ from roofwatch.service.records.comparisons import comparison_report
 from roofwatch.service.records.runs import upsert_commit
 from roofwatch.workers import checkout
 from roofwatch.workers.device import probe
-from roofwatch.workers.task_names import TaskName
 
 log = logging.getLogger(__name__)
 

@@ -25,6 +25,8 @@ from pathlib import Path
 
 from sqlmodel import Session, col, select
 
+from roofwatch.common.envelope import CommitRecord, DeviceInfo, Envelope, SuiteResult
+from roofwatch.common.redaction import redact_json
 from roofwatch.service.analysis import compare, lifecycle, single_runs
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.errors import UnknownRepository, UnknownRevision, UploadError
@@ -46,8 +48,6 @@ from roofwatch.service.records.runs import upsert_commit
 from roofwatch.service.records.series import benchmark_points
 from roofwatch.service.records.upload_formats import ParsedResults, UploadFormatError, read_results
 from roofwatch.workers import checkout
-from roofwatch.workers.envelope import CommitRecord, DeviceInfo, Envelope, SuiteResult
-from roofwatch.workers.redaction import redact_json
 
 log = logging.getLogger(__name__)
 

@@ -19,13 +19,13 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
+from roofwatch.common.redaction import redact, redact_json
 from roofwatch.service.core.config import Settings, get_settings
 from roofwatch.service.core.db import session_scope
 from roofwatch.service.core.errors import GitHubError
 from roofwatch.service.core.models import GitHubReport, Repository, utcnow
 from roofwatch.service.github.client import GitHubClient
 from roofwatch.service.github.comment import MARKER
-from roofwatch.workers.redaction import redact, redact_json
 
 log = logging.getLogger(__name__)
 

@@ -11,13 +11,13 @@ from typing import Any, Literal
 
 from sqlmodel import Session
 
+from roofwatch.common.redaction import redact
+from roofwatch.common.task_names import TaskName
 from roofwatch.service.core import task_queue
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.models import Repository
 from roofwatch.service.github import outbox, reporter
 from roofwatch.service.github.comment import Summary
-from roofwatch.workers.redaction import redact
-from roofwatch.workers.task_names import TaskName
 
 log = logging.getLogger(__name__)
 

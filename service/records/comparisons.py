@@ -13,6 +13,8 @@ from dataclasses import asdict
 
 from sqlmodel import Session, select
 
+from roofwatch.common.envelope import ENVELOPE_VERSION, ABEnvelope, MeasurementRecord, RoundRecord
+from roofwatch.common.redaction import redact_json
 from roofwatch.roofline import RooflineError
 from roofwatch.service.analysis import abtest, correctness
 from roofwatch.service.core.config import get_settings
@@ -23,8 +25,6 @@ from roofwatch.service.records.ingest import IngestError, upsert_benchmark, upse
 from roofwatch.service.records.roofline import fraction_of_roofline, peaks_for
 from roofwatch.service.records.suite_configs import job_fields
 from roofwatch.workers.ab import ABJob, paired_rounds, round_verdicts
-from roofwatch.workers.envelope import ENVELOPE_VERSION, ABEnvelope, MeasurementRecord, RoundRecord
-from roofwatch.workers.redaction import redact_json
 
 
 def create_comparison(session: Session, repository: Repository, base: Commit, head: Commit, key: str,

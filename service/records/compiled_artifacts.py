@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from sqlalchemy import insert
 from sqlmodel import Session, col, select
 
+from roofwatch.common.envelope import RoundRecord, SuiteResult
 from roofwatch.service.analysis.compiled import Artifact, BinaryVerdict, binary_verdict, for_tests
 from roofwatch.service.core.models import Commit, CompiledArtifact, Run
-from roofwatch.workers.envelope import RoundRecord, SuiteResult
 
 # The fields ``roofwatch artifacts --format json`` prints, in this order.
 PUBLIC_FIELDS = ("kernel", "specialization", "target", "status", "reason", "registers", "spill_bytes",

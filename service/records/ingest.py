@@ -11,6 +11,8 @@ from sqlalchemy import update as sa_update
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlmodel import Session, col, select
 
+from roofwatch.common.envelope import ENVELOPE_VERSION, DeviceInfo, Envelope, MeasurementRecord
+from roofwatch.common.redaction import redact_json
 from roofwatch.roofline import Peaks, RooflineError
 from roofwatch.service.analysis.sampling import reservoir, seed_for
 from roofwatch.service.core.errors import IngestError
@@ -30,8 +32,6 @@ from roofwatch.service.core.vocabulary import MEASURED_STATES, TERMINAL_STATES
 from roofwatch.service.records import compiled_artifacts, latest
 from roofwatch.service.records.roofline import fraction_of_roofline, peaks_for
 from roofwatch.service.records.storable import storable_envelope
-from roofwatch.workers.envelope import ENVELOPE_VERSION, DeviceInfo, Envelope, MeasurementRecord
-from roofwatch.workers.redaction import redact_json
 
 LOG_EXCERPT_LIMIT = 8000
 LOOKUP_BATCH = 500

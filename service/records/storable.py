@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from roofwatch.workers.envelope import Envelope
+from roofwatch.common.envelope import Envelope
 
 NUL = "\x00"
 REPLACEMENT = "\ufffd"

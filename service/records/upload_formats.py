@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from roofwatch.common.envelope import MeasurementRecord
 from roofwatch.service.core.errors import ResultFileError, UploadFormatError
-from roofwatch.workers.envelope import MeasurementRecord
 from roofwatch.workers.results import parse_benchmark_json
 
 FORMATS = ("pytest-benchmark", "google-benchmark", "nvbench", "asv")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from roofwatch.workers.envelope import CompiledArtifactRecord
-from roofwatch.workers.errors import ResultFileError
+from roofwatch.common.envelope import CompiledArtifactRecord
+from roofwatch.common.errors import ResultFileError
 from roofwatch.workers.results import load_json, read_result
 
 

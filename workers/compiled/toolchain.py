@@ -8,7 +8,7 @@ toolkit and no GPU is needed.
 
 This runs inside the suite's sandbox, which sees no roofwatch installation: it imports only the
 standard library, Triton and its own package, and returns plain dicts with the fields of
-``roofwatch.workers.envelope.CompiledArtifactRecord`` (the worker validates them when it reads the file).
+``roofwatch.common.envelope.CompiledArtifactRecord`` (the worker validates them when it reads the file).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The Celery app shared by GPU workers and the service's CPU tasks.
+"""The Celery app shared by GPU workers and the service's CPU tasks: both sides send and serve through it.
 
 With ``ROOFWATCH_BROKER_URL`` unset (embedded mode) tasks execute eagerly in the calling
 process through exactly the code path a distributed worker runs.
@@ -12,9 +12,13 @@ from __future__ import annotations
 from celery import Celery
 from celery.schedules import crontab
 
-from roofwatch.workers.redelivery import VISIBILITY_TIMEOUT_S
-from roofwatch.workers.settings import get_worker_settings
-from roofwatch.workers.task_names import TaskName
+from roofwatch.common.settings import get_worker_settings
+from roofwatch.common.task_names import TaskName
+
+# Longer than the longest task may run (the A/B task's hard limit is 8 h 5 min), so kombu's own
+# redelivery never hands a live run to a second worker; the heartbeat and in-flight records of
+# ``roofwatch.workers.redelivery`` make recovery fast.
+VISIBILITY_TIMEOUT_S = 9 * 3600
 
 INGEST_QUEUE = "ingest"
 CPU_QUEUE = "cpu"

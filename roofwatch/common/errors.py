@@ -1,7 +1,7 @@
-"""Errors roofwatch turns into recorded outcomes instead of tracebacks: the workers' part of the tree.
+"""Errors roofwatch turns into recorded outcomes instead of tracebacks: the root, and what a worker raises.
 
-The whole tree, with the service's errors, is drawn in ``service/core/errors.py``; it lives here
-at its root so that workers import nothing of the service.
+The whole tree, with the service's errors, is drawn in ``service/core/errors.py``; its root lives
+on the ground floor so that the workers and the service share it without importing each other.
 
     RoofwatchError
      ├── CheckoutError            git could not give us the tree we asked for
