@@ -80,8 +80,9 @@ def test_the_gpu_check_reads_the_suites_the_run_will_choose(tmp_path: Path, comm
 def test_a_gpu_suite_reached_on_a_host_without_a_gpu_errors_with_that_reason(tmp_path: Path) -> None:
     """A worker (or a run whose suites changed after the check) never starts such a suite."""
     from roofwatch.common.envelope import DeviceInfo
+    from roofwatch.common.jobs import Job
     from roofwatch.workers import prerequisites
-    from roofwatch.workers.runner import Job, run_job
+    from roofwatch.workers.runner import run_job
 
     if prerequisites.gpu().ok:
         pytest.skip("this host has a GPU: the suite could run")

@@ -12,8 +12,9 @@ from tests_support import pytest_env
 from triton_repo import build_history
 
 from roofwatch.common.envelope import CompiledArtifactRecord, DeviceInfo, Envelope, SuiteResult
+from roofwatch.common.jobs import Job
 from roofwatch.workers.compiled.artifacts_file import parse_compiled_json
-from roofwatch.workers.runner import Job, run_job
+from roofwatch.workers.runner import run_job
 
 ROOT = Path(__file__).resolve().parents[1]
 DEVICE = DeviceInfo(device_class="CPU test", fingerprint="test")

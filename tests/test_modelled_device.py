@@ -10,8 +10,9 @@ from sample_repo import CHECKS, GOOD_KERNEL, commit, init
 
 from roofwatch.common.envelope import DeviceInfo, Envelope
 from roofwatch.common.errors import SuiteConfigError
+from roofwatch.common.jobs import Job
 from roofwatch.workers import modelled_device
-from roofwatch.workers.runner import Job, run_job
+from roofwatch.workers.runner import run_job
 
 HOST = DeviceInfo(device_class="CPU Example 9000", fingerprint="f" * 32, hostname="ci-7", torch_version="2.13.0")
 MODEL = {"name": "demo accelerator", "bandwidth": 2.5e8, "flops": {"fp32": 1.0e9}}

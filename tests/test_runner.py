@@ -8,7 +8,8 @@ import pytest
 from sample_repo import BENCH, CHECKS, GOOD_KERNEL, build_history, commit, init
 
 from roofwatch.common.envelope import DeviceInfo, Envelope, SuiteResult
-from roofwatch.workers.runner import Job, run_job
+from roofwatch.common.jobs import Job
+from roofwatch.workers.runner import run_job
 
 DEVICE = DeviceInfo(device_class="CPU test", fingerprint="test")
 

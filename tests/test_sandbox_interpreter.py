@@ -51,7 +51,8 @@ timeout = 120
 # Runs under the virtualenv's interpreter: one worker job per data dir, the envelopes on stdout.
 DRIVER = r'''
 import json, os, sys
-from roofwatch.workers.runner import Job, run_job
+from roofwatch.common.jobs import Job
+from roofwatch.workers.runner import run_job
 
 envelopes = []
 for number, (data_dir, clone_url, sha) in enumerate(json.loads(sys.argv[1]), start=1):

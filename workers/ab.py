@@ -31,6 +31,7 @@ from pathlib import Path
 
 from roofwatch.common.envelope import ABEnvelope, CommitRecord, DeviceInfo, RoundRecord, SuiteResult
 from roofwatch.common.errors import CheckoutError, SuiteConfigError
+from roofwatch.common.jobs import ABJob
 from roofwatch.service.analysis import abtest
 from roofwatch.workers import checkout, min_effect, modelled_device
 from roofwatch.workers.device import probe
@@ -43,27 +44,6 @@ log = logging.getLogger(__name__)
 LATER_ROUND_OUTPUT = 2000  # characters of output kept for rounds after the first
 
 
-@dataclass(frozen=True)
-class ABJob:
-    comparison_id: int
-    idempotency_key: str
-    repository: str
-    clone_url: str
-    base_sha: str
-    head_sha: str
-    data_dir: str
-    min_rounds: int = abtest.MIN_ROUNDS
-    max_rounds: int = 10
-    suite_timeout_s: float = 1800.0
-    output_limit: int = 1_000_000
-    suite_network: bool = False  # the repository's operator switch, as on Job
-    run_id: int | None = None  # the pull-request run this comparison decides, marked started with it
-    # As on Job: the repository's stored suites (TOML text) and their label; a backfill REF's SHA.
-    suites_toml: str = ""
-    suites_label: str = ""
-    suites_from: str = ""
-    # Wall time for rounds after the first (seconds): no round is started that would end past it.
-    budget_s: float | None = None
 
 
 RoundProgress = Callable[[int, str, str, str], None]  # (0-based round, side, suite, "start" or its status)

@@ -13,13 +13,13 @@ import shutil
 import signal
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
 from roofwatch.common.envelope import CommitRecord, DeviceInfo, Envelope, SuiteResult
 from roofwatch.common.errors import CheckoutError, ResultFileError, SuiteConfigError
+from roofwatch.common.jobs import Job
 from roofwatch.common.settings import get_worker_settings
 from roofwatch.workers import bubblewrap, checkout, modelled_device, prerequisites, sandbox
 from roofwatch.workers.compiled.artifacts_file import failure_summary, parse_compiled_json
@@ -38,31 +38,6 @@ log = logging.getLogger(__name__)
 # pytest itself did not finish (interrupted, internal error, usage error) or a crash.
 PYTEST_TESTS_FAILED = 1
 PYTEST_NO_TESTS = 5
-
-
-@dataclass(frozen=True)
-class Job:
-    """What a worker needs to measure one commit. Plain data: it travels through Celery."""
-
-    run_id: int
-    idempotency_key: str
-    repository: str
-    clone_url: str
-    sha: str
-    data_dir: str
-    suite_timeout_s: float = 1800.0
-    output_limit: int = 1_000_000
-    # The repository's own switch (set by its operator, never by its pyproject): suites reach
-    # the network. Setup always may (it installs things).
-    suite_network: bool = False
-    # Suites kept outside the repository (TOML text) and what to call them in the run's record;
-    # suites_from: a SHA whose suite files every suite with suite_paths runs with (backfill).
-    suites_toml: str = ""
-    suites_label: str = ""
-    suites_from: str = ""
-    # Whether this commit's setup may fill (and use) the repository's shared setup cache: only
-    # commits the repository's own branches hold. A pull request's head gets caches of its own.
-    shared_setup_cache: bool = False
 
 
 class SuiteLimits(Protocol):

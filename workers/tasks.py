@@ -15,12 +15,13 @@ from celery.exceptions import SoftTimeLimitExceeded
 
 from roofwatch.common.celery_app import TaskName, app
 from roofwatch.common.envelope import ABEnvelope, Envelope
+from roofwatch.common.jobs import ABJob, Job
 from roofwatch.common.settings import get_worker_settings
 from roofwatch.workers import redelivery
-from roofwatch.workers.ab import ABJob, RoundProgress, run_ab
+from roofwatch.workers.ab import RoundProgress, run_ab
 from roofwatch.workers.device import probe
 from roofwatch.workers.progress import Activity, announce
-from roofwatch.workers.runner import Job, run_job
+from roofwatch.workers.runner import run_job
 
 log = logging.getLogger(__name__)
 

@@ -4,6 +4,7 @@
   ``Settings`` extends them with its credentials, which a worker never holds.
 - ``errors``: the root of every error roofwatch reports as data, and the ones a worker raises.
 - ``redaction``: what a secret looks like, taken out of text before it is written anywhere.
+- ``jobs``: what the service asks a worker to do (measure a commit, an A/B of two), as plain data.
 - ``envelope``: the result a worker returns, the only thing it hands the service.
 - ``task_names``: every Celery task's name and the queue it runs on, spelled once.
 - ``celery_app``: the Celery app both sides send and serve through.

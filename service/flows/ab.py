@@ -13,12 +13,12 @@ from typing import Any
 from celery.result import AsyncResult
 from sqlmodel import Session
 
+from roofwatch.common.jobs import ABJob
 from roofwatch.common.task_names import TaskName
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.models import Commit, Comparison, Repository
 from roofwatch.service.flows import dispatch
 from roofwatch.service.records.comparisons import ab_job_for, create_comparison
-from roofwatch.workers.ab import ABJob
 from roofwatch.workers.device import queue_name
 
 

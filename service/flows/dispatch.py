@@ -14,10 +14,9 @@ from celery import Signature, chain
 from celery.result import AsyncResult
 
 from roofwatch.common.celery_app import app
+from roofwatch.common.jobs import ABJob, Job
 from roofwatch.common.task_names import TaskName
 from roofwatch.service.core import task_queue
-from roofwatch.workers.ab import ABJob
-from roofwatch.workers.runner import Job
 
 RUN_TASK_PREFIX = "roofwatch-run-"
 COMPARISON_TASK_PREFIX = "roofwatch-comparison-"

@@ -9,11 +9,11 @@ from __future__ import annotations
 from celery import Signature
 from celery.result import AsyncResult
 
+from roofwatch.common.jobs import Job
 from roofwatch.service.core.config import Settings
 from roofwatch.service.core.models import Commit, Repository, Run
 from roofwatch.service.flows import dispatch
 from roofwatch.service.records.suite_configs import job_fields
-from roofwatch.workers.runner import Job
 
 
 def job_for(run: Run, repository: Repository, commit: Commit, settings: Settings) -> Job:

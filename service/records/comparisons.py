@@ -14,6 +14,7 @@ from dataclasses import asdict
 from sqlmodel import Session, select
 
 from roofwatch.common.envelope import ENVELOPE_VERSION, ABEnvelope, MeasurementRecord, RoundRecord
+from roofwatch.common.jobs import ABJob
 from roofwatch.common.redaction import redact_json
 from roofwatch.roofline import RooflineError
 from roofwatch.service.analysis import abtest, correctness
@@ -24,7 +25,7 @@ from roofwatch.service.records import compiled_artifacts
 from roofwatch.service.records.ingest import IngestError, upsert_benchmark, upsert_device
 from roofwatch.service.records.roofline import fraction_of_roofline, peaks_for
 from roofwatch.service.records.suite_configs import job_fields
-from roofwatch.workers.ab import ABJob, paired_rounds, round_verdicts
+from roofwatch.workers.ab import paired_rounds, round_verdicts
 
 
 def create_comparison(session: Session, repository: Repository, base: Commit, head: Commit, key: str,
