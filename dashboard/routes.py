@@ -2,7 +2,7 @@
 dashboard's own scripts and stylesheet (``dashboard/static``: pages carry no inline script or style).
 
 Pages only read (the changes page's triage buttons write through the token-guarded JSON API):
-they query through ``roofwatch.service.records.queries``, ``roofwatch.dashboard.queries`` and ``roofwatch.dashboard.roofline_queries``.
+they query through ``roofwatch.service.records.queries``, ``roofwatch.dashboard.reads`` and ``roofwatch.dashboard.roofline_reads``.
 """
 
 from __future__ import annotations

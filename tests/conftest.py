@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import make_url
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -103,12 +103,9 @@ def roofwatch_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[P
 
 def _reset_caches() -> None:
     from roofwatch.service.core.config import get_settings
-    from roofwatch.service.core.db import get_engine
+    from roofwatch.service.core.db import forget_engine
 
-    if get_engine.cache_info().currsize:
-        engine: Engine = get_engine()
-        engine.dispose()
-    get_engine.cache_clear()
+    forget_engine()
     get_settings.cache_clear()
 
 

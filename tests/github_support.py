@@ -26,8 +26,8 @@ def webhook_client(repository: str, mirror: Path) -> Iterator[TestClient]:
     The caller has set ``ROOFWATCH_GITHUB_WEBHOOK_SECRET`` and reset the cached settings. The
     background work the deliveries started has finished when the block ends.
     """
-    from roofwatch.service.api import background
     from roofwatch.service.api.app import create_app
+    from roofwatch.service.core import embedded
     from roofwatch.service.core.db import migrate, session_scope
     from roofwatch.service.records.repositories import register
 
@@ -37,7 +37,7 @@ def webhook_client(repository: str, mirror: Path) -> Iterator[TestClient]:
         register(session, repository, str(mirror), default_branch="master")
     with TestClient(create_app()) as test_client:
         yield test_client
-    assert background.drain(120)
+    assert embedded.MEASURE.drain(120)
 
 
 def deliver(client: TestClient, event: str, payload: dict[str, Any] | bytes, secret: str = SECRET,

@@ -20,8 +20,7 @@ from sample_repo import commit, init
 from sqlmodel import Session, create_engine, select
 from tests_support import roofwatch
 
-from roofwatch.service.api import background
-from roofwatch.service.github import reporter
+from roofwatch.service.core import embedded
 from roofwatch.service.github.comment import MARKER
 
 BASE = 0.02
@@ -179,7 +178,7 @@ def pr_client(roofwatch_env: Path, fake_github: FakeGitHub, tmp_path: Path,
         store(session, repository, suites_table(with_checks=False), "suites.toml")
     with TestClient(create_app()) as client:
         yield client, history
-    assert background.drain(600) and reporter.drain(120)
+    assert embedded.MEASURE.drain(600) and embedded.REPORTS.drain(120)
 
 
 def test_a_pull_request_of_a_repository_tracked_from_outside_gets_its_verdict(
@@ -190,7 +189,7 @@ def test_a_pull_request_of_a_repository_tracked_from_outside_gets_its_verdict(
     client, history = pr_client
     opened = pull_request_payload(shared_corpus, "opened", REPO, 5, history["c2"], history["c1"])
     assert deliver(client, "pull_request", opened).status_code == 202
-    assert background.drain(900) and reporter.drain(120)
+    assert embedded.MEASURE.drain(900) and embedded.REPORTS.drain(120)
 
     with session_scope() as session:
         run = session.exec(select(Run).where(Run.pr_number == 5)).one()

@@ -44,13 +44,11 @@ def bench_url(postgres_url: str) -> Iterator[str]:
 def app_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """``make_app`` points the cached settings and engine at a database; undo that afterwards."""
     from roofwatch.service.core.config import get_settings
-    from roofwatch.service.core.db import get_engine
+    from roofwatch.service.core.db import forget_engine
 
     monkeypatch.setenv("ROOFWATCH_DATABASE_URL", "unset")  # restored (removed) at teardown
     yield
-    if get_engine.cache_info().currsize:
-        get_engine().dispose()
-    get_engine.cache_clear()
+    forget_engine()
     get_settings.cache_clear()
 
 

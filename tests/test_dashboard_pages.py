@@ -308,7 +308,7 @@ def test_overview_trend_of_a_confirmed_change_is_coloured_as_that_change(synthet
 
 
 def test_recent_points_match_the_full_series(synthetic_app) -> None:  # type: ignore[no-untyped-def]
-    from roofwatch.dashboard import queries as dq
+    from roofwatch.dashboard import reads as dq
     from roofwatch.service.core.db import get_engine
 
     with Session(get_engine()) as session:

@@ -15,8 +15,7 @@ from github_support import SECRET, comment_payload, deliver, pull_request_payloa
 from sample_repo import commit, git, init
 from sqlmodel import select
 
-from roofwatch.service.api import background
-from roofwatch.service.github import reporter
+from roofwatch.service.core import embedded
 from roofwatch.service.github.comment import MARKER
 
 REPO = "acme/kernels"
@@ -83,13 +82,13 @@ def app_client(roofwatch_env: Path, fake_github: FakeGitHub, kernels_repo: dict[
         register(session, REPO, kernels_repo["path"], "main")
     with TestClient(create_app()) as client:
         yield client
-    assert background.drain(600) and reporter.drain(120)
+    assert embedded.MEASURE.drain(600) and embedded.REPORTS.drain(120)
 
 
 def _settle() -> None:
     """Every run started so far is finished, and every report it published has been sent."""
-    assert background.drain(900), "background work did not finish"
-    assert reporter.drain(120), "reports were not delivered"
+    assert embedded.MEASURE.drain(900), "background work did not finish"
+    assert embedded.REPORTS.drain(120), "reports were not delivered"
 
 
 def _phases(statuses: list[dict[str, str]]) -> list[str]:
@@ -441,7 +440,7 @@ def test_a_github_outage_loses_no_report_and_does_not_hold_up_the_run(app_client
     fake_github.down()
     opened = pull_request_payload(shared_corpus, "opened", REPO, 13, kernels_repo["fix"], kernels_repo["docs"])
     assert deliver(app_client, "pull_request", opened).status_code == 202
-    assert background.drain(900)
+    assert embedded.MEASURE.drain(900)
     with session_scope() as session:
         (run,) = session.exec(select(Run)).all()
         assert run.state == "succeeded"  # measured and decided while GitHub was away...
@@ -449,12 +448,12 @@ def test_a_github_outage_loses_no_report_and_does_not_hold_up_the_run(app_client
         assert {r.target for r in waiting} == {"status", "comment"}
         assert all(r.delivered_version < r.version for r in waiting)  # ...and not one report went out
     # The reporter was still retrying when the run finished: nothing waited for it.
-    assert not reporter.drain(0)
+    assert not embedded.REPORTS.drain(0)
     assert fake_github.calls("repos/create-commit-status") and all(
         c.status == 503 for c in fake_github.calls("repos/create-commit-status"))
 
     fake_github.up()
-    assert reporter.drain(120)
+    assert embedded.REPORTS.drain(120)
     with session_scope() as session:
         for row in session.exec(select(GitHubReport)).all():
             row.next_attempt_at = row.updated_at  # any backoff has passed
@@ -492,7 +491,7 @@ def test_a_new_head_supersedes_and_closing_cancels(app_client: TestClient, fake_
     assert len(ids) == 1
     reporting.send(ids)  # what start() does after its transaction
     assert pull_requests.cancel(repository_id, 21, "pull request closed") != []
-    assert reporter.drain(60)
+    assert embedded.REPORTS.drain(60)
     with session_scope() as session:
         runs = {r.idempotency_key: (r.state, r.error) for r in session.exec(select(Run)).all()}
     assert runs == {"queued-0": ("cancelled", f"superseded by {kernels_repo['fix'][:7]}"),

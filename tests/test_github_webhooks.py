@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from github_support import SECRET, deliver, example
 from sqlmodel import select
 
-from roofwatch.service.api import background
+from roofwatch.service.core import embedded
 from roofwatch.service.github.signature import sign, verify
 
 
@@ -27,7 +27,7 @@ def client(roofwatch_env: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignor
     migrate()
     with TestClient(create_app()) as test_client:
         yield test_client
-    assert background.drain(120)
+    assert embedded.MEASURE.drain(120)
 
 
 def _deliveries() -> list[tuple[str, str, str]]:
@@ -160,7 +160,7 @@ def test_every_github_payload_example_is_accepted_or_cleanly_ignored(client: Tes
         response = deliver(client, event, body, signature=expected, delivery=f"example-{index}")
         assert response.status_code == 202, (name, response.status_code, response.text)
         assert response.json()["outcome"] in ("accepted", "ignored"), name
-    assert background.drain(300)
+    assert embedded.MEASURE.drain(300)
     with session_scope() as session:
         records = session.exec(select(WebhookDelivery)).all()
         assert len(records) == len(signatures["signatures"])

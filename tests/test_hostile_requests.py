@@ -30,14 +30,14 @@ def client(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("ROOFWATCH_API_TOKEN", ADMIN)
     monkeypatch.setenv("ROOFWATCH_GITHUB_WEBHOOK_SECRET", SECRET)
     _reset_caches()
-    from roofwatch.service.api import background
     from roofwatch.service.api.app import create_app
+    from roofwatch.service.core import embedded
     from roofwatch.service.core.db import migrate
 
     migrate()
     with TestClient(create_app()) as test_client:
         yield test_client
-    assert background.drain(60)
+    assert embedded.MEASURE.drain(60)
     _reset_caches()
 
 

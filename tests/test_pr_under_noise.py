@@ -17,8 +17,7 @@ from fastapi.testclient import TestClient
 from github_support import SECRET, deliver, pull_request_payload
 from sample_repo import commit, git, init
 
-from roofwatch.service.api import background
-from roofwatch.service.github import reporter
+from roofwatch.service.core import embedded
 
 REPO = "acme/noisy"
 PYPROJECT = """\
@@ -82,13 +81,13 @@ def client(roofwatch_env: Path, fake_github: FakeGitHub, noisy_repo: dict[str, s
         register(session, REPO, noisy_repo["path"], "main")
     with TestClient(create_app()) as test_client:
         yield test_client
-    assert background.drain(600) and reporter.drain(120)
+    assert embedded.MEASURE.drain(600) and embedded.REPORTS.drain(120)
 
 
 def _open(client: TestClient, corpus: Path, number: int, head: str, base: str) -> None:
     assert deliver(client, "pull_request", pull_request_payload(corpus, "opened", REPO, number, head, base)
                    ).status_code == 202
-    assert background.drain(900) and reporter.drain(120)
+    assert embedded.MEASURE.drain(900) and embedded.REPORTS.drain(120)
 
 
 def test_a_2x_slowdown_under_50_percent_noise_fails_the_check_and_is_named(

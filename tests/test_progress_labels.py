@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from roofwatch.service.cli.progress import Purposes, describe
-from roofwatch.workers.progress import Activity, announce, local_activity
+from roofwatch.workers.activity import Activity, announce, local_activity
 
 GOOD, BAD = "3f2a9c1" + "0" * 33, "8e0b7d2" + "1" * 33
 

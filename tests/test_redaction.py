@@ -198,11 +198,10 @@ def test_a_push_from_a_repository_with_a_credentialed_clone_url_leaks_nothing(  
     from github_support import SECRET, deliver, example
     from sqlmodel import select
 
-    from roofwatch.service.api import background
     from roofwatch.service.api.app import create_app
+    from roofwatch.service.core import embedded
     from roofwatch.service.core.db import migrate, session_scope
     from roofwatch.service.core.models import WebhookDelivery
-    from roofwatch.service.github import reporter
     from roofwatch.service.records.repositories import register
 
     for name, value in {"GITHUB_WEBHOOK_SECRET": SECRET, "GITHUB_TOKEN": fake_github.STATIC_TOKEN,
@@ -219,7 +218,7 @@ def test_a_push_from_a_repository_with_a_credentialed_clone_url_leaks_nothing(  
     with TestClient(create_app()) as client:
         assert deliver(client, "push", payload).status_code == 202
         assert deliver(client, "pull_request", opened).status_code == 202
-        assert background.drain(120) and reporter.drain(60)
+        assert embedded.MEASURE.drain(120) and embedded.REPORTS.drain(60)
         listed = client.get("/api/repositories").text
     with session_scope() as session:
         records = session.exec(select(WebhookDelivery)).all()

@@ -68,14 +68,14 @@ def _planted(tmp_path: Path, module: str, line: str) -> Path:
 
 # One planted import per contract of pyproject.toml, each a violation of that contract alone.
 PLANTED = [
-    ("service reads top-down", "roofwatch.service.api.routes", "import roofwatch.service.cli.main"),
+    ("service reads top-down", "roofwatch.service.api.json_api", "import roofwatch.service.cli.main"),
     ("the harness a kernel repository imports stands alone", "roofwatch.tolerances",
      "import roofwatch.service.core.config"),
     ("workers import nothing of the service but its pure analysis", "roofwatch.workers.device",
      "import roofwatch.service.records.runs"),
     ("the analysis is pure", "roofwatch.service.analysis.lifecycle", "import roofwatch.service.core.db"),
     ("flows never import a task module", "roofwatch.service.flows.dispatch", "import roofwatch.workers.tasks"),
-    ("the dashboard reads through service.core, service.records", "roofwatch.dashboard.queries",
+    ("the dashboard reads through service.core, service.records", "roofwatch.dashboard.reads",
      "from roofwatch.service.api import deps"),
     ("the ground floor stands alone", "roofwatch.common.errors", "import roofwatch.roofline"),
     ("service.core stands on the ground floor alone", "roofwatch.service.core.config", "import roofwatch.workers.device"),
@@ -102,7 +102,7 @@ def test_a_planted_import_breaks_its_contract(tmp_path: Path, contract: str, mod
 
 
 def test_a_planted_cycle_between_parts_is_found(tmp_path: Path) -> None:
-    root = _planted(tmp_path, "roofwatch.dashboard.queries", "from roofwatch.service.api import app")
+    root = _planted(tmp_path, "roofwatch.dashboard.reads", "from roofwatch.service.api import app")
     assert ["dashboard", "service.api"] in _graph(root)["part_cycles"]
 
 

@@ -17,7 +17,7 @@ from sample_repo import commit, init
 from sqlmodel import func, select
 from tests_support import roofwatch
 
-from roofwatch.service.github import reporter
+from roofwatch.service.core import embedded
 from roofwatch.service.records.upload_formats import UploadFormatError, read_results
 
 REPO = "acme/legacy-kernels"
@@ -182,7 +182,7 @@ def test_uploads_are_stored_analysed_and_reported_on_the_pull_request(
     # Two autosaved qutip runs of the same commit: +0.9 % and -0.1 %, far inside the threshold of
     # single runs whose run-to-run noise nobody has measured yet.
     assert pr.json()["verdict"] == "no-change"
-    assert reporter.drain(120), "the reports were not delivered"  # embedded: one reporter thread
+    assert embedded.REPORTS.drain(120), "the reports were not delivered"  # embedded: the reporter's lane
     (status,) = fake_github.statuses(REPO, legacy_repo["head"])
     assert status["state"] == "success" and status["target_url"].startswith("http://roofwatch.test/compare/")
     (comment,) = fake_github.comments(REPO, 5)

@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 from github_support import SECRET, deliver, example, webhook_client
 from sqlmodel import select
 
-from roofwatch.service.api import background
+from roofwatch.service.core import embedded
 from roofwatch.service.github.signature import sign
 
 REPO = "Codertocat/Hello-World"
@@ -161,7 +161,7 @@ def test_the_largest_values_github_may_send_are_accepted(database_url: str, shar
     assert response.status_code == 202, response.text
     with session_scope() as session:
         assert session.exec(select(Repository).where(Repository.full_name == name)).one().installation_id == 2**63 - 1
-    assert background.drain(60)
+    assert embedded.MEASURE.drain(60)
     _reset_caches()
 
 
@@ -185,7 +185,7 @@ def test_a_background_failure_records_the_outcome(client: TestClient, shared_cor
     payload["ref"] = "refs/heads/master"
     response = deliver(client, "push", payload)
     assert response.status_code == 202 and response.json()["outcome"] == "accepted"
-    assert background.drain(60)
+    assert embedded.MEASURE.drain(60)
     ((event, _, outcome, detail),) = _deliveries()
     assert (event, outcome) == ("push", "failed")
     assert "roofwatch failed on it (OverflowError)" in detail

@@ -23,7 +23,7 @@ from github_support import SECRET, deliver, example, webhook_client
 from live_server import serving
 from sqlmodel import select
 
-from roofwatch.service.api import background
+from roofwatch.service.core import embedded
 from roofwatch.service.github.signature import sign
 
 MAX_BYTES = 16 * 1024 * 1024
@@ -77,7 +77,7 @@ def served(roofwatch_env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Ser
     app = create_app()
     with serving(app, start_timeout=30, stop_timeout=30) as url:
         yield Served(app, int(url.rsplit(":", 1)[1]))
-    assert background.drain(60)
+    assert embedded.MEASURE.drain(60)
 
 
 def _headers(delivery: str, signature: str | None, length: int | None) -> dict[str, str]:
@@ -219,28 +219,28 @@ def _push(shared_corpus: Path) -> dict[str, object]:
 def test_the_record_is_committed_before_its_work_is_queued(client: TestClient, shared_corpus: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     seen_when_queued: list[list[tuple[str, str]]] = []
-    submit = background.submit
+    submit = embedded.MEASURE.submit
 
-    def watching_submit(fn, *args):  # type: ignore[no-untyped-def]
-        # Another connection sees committed rows only: what a worker or the background thread would find.
+    def watching_submit(work, key=None):  # type: ignore[no-untyped-def]
+        # Another connection sees committed rows only: what a worker or the measuring lane would find.
         seen_when_queued.append(_deliveries())
-        return submit(fn, *args)
+        return submit(work, key)
 
-    monkeypatch.setattr(background, "submit", watching_submit)
+    monkeypatch.setattr(embedded.MEASURE, "submit", watching_submit)
     response = deliver(client, "push", _push(shared_corpus), delivery="ordered")
     assert response.status_code == 202 and response.json()["outcome"] == "accepted"
     assert seen_when_queued == [[("ordered", "accepted")]]
-    assert background.drain(120)
+    assert embedded.MEASURE.drain(120)
     assert _deliveries() == [("ordered", "failed")]  # the empty directory is no repository: recorded, not lost
 
 
 def test_work_that_cannot_be_queued_is_a_503_and_leaves_no_record(client: TestClient, shared_corpus: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    def broker_down(fn, *args):  # type: ignore[no-untyped-def]
+    def broker_down(work, key=None):  # type: ignore[no-untyped-def]
         raise ConnectionError("broker unreachable")
 
     with monkeypatch.context() as patch:
-        patch.setattr(background, "submit", broker_down)
+        patch.setattr(embedded.MEASURE, "submit", broker_down)
         refused = deliver(client, "push", _push(shared_corpus), delivery="redelivered")
     assert refused.status_code == 503 and "ConnectionError" in refused.json()["detail"]
     assert _deliveries() == []

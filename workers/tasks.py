@@ -19,8 +19,8 @@ from roofwatch.common.jobs import ABJob, Job
 from roofwatch.common.settings import get_worker_settings
 from roofwatch.workers import redelivery
 from roofwatch.workers.ab import RoundProgress, run_ab
+from roofwatch.workers.activity import Activity, announce
 from roofwatch.workers.device import probe
-from roofwatch.workers.progress import Activity, announce
 from roofwatch.workers.runner import run_job
 
 log = logging.getLogger(__name__)

@@ -126,10 +126,10 @@ def make_app(database_url: str) -> FastAPI:
     os.environ["ROOFWATCH_DATABASE_URL"] = database_url
     from roofwatch.service.api.app import create_app
     from roofwatch.service.core.config import get_settings
-    from roofwatch.service.core.db import get_engine
+    from roofwatch.service.core.db import forget_engine
 
     get_settings.cache_clear()
-    get_engine.cache_clear()
+    forget_engine()
     return create_app()
 
 

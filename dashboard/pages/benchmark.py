@@ -19,7 +19,7 @@ from fastapi import FastAPI, HTTPException, Path, Query, Request
 from fastapi.responses import HTMLResponse
 
 from roofwatch.dashboard import figures, metrics, series_window
-from roofwatch.dashboard import queries as dq
+from roofwatch.dashboard import reads as dq
 from roofwatch.dashboard.figures import Series, benchmark_figure
 from roofwatch.dashboard.filters import Filters, FiltersDep
 from roofwatch.dashboard.rendering import TEMPLATES, chart_json

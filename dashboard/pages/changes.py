@@ -21,7 +21,7 @@ from sqlalchemy import ColumnElement, case, func
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
-from roofwatch.dashboard.queries import METRIC_COLUMNS, metric_of
+from roofwatch.dashboard.reads import METRIC_COLUMNS, metric_of
 from roofwatch.dashboard.rendering import TEMPLATES
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.models import Benchmark, Change, Commit, Repository

@@ -13,7 +13,7 @@ from fastapi import FastAPI, Query, Request
 from fastapi.responses import HTMLResponse
 
 from roofwatch.dashboard import metrics
-from roofwatch.dashboard import queries as dq
+from roofwatch.dashboard import reads as dq
 from roofwatch.dashboard.figures import sparkline_svg
 from roofwatch.dashboard.filters import Filters, FiltersDep, choices
 from roofwatch.dashboard.rendering import TEMPLATES

@@ -13,11 +13,11 @@ from typing import Annotated, Any
 from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse
 
-from roofwatch.dashboard import queries as dq
+from roofwatch.dashboard import reads as dq
 from roofwatch.dashboard.filters import FiltersDep, choices
 from roofwatch.dashboard.rendering import TEMPLATES, chart_json
 from roofwatch.dashboard.roofline_chart import KernelPoint, fraction, moved, ridge_points, roofline_figure
-from roofwatch.dashboard.roofline_queries import (
+from roofwatch.dashboard.roofline_reads import (
     AgainstError,
     RunRef,
     default_device,

@@ -13,16 +13,17 @@ from starlette.types import ASGIApp
 
 from roofwatch.dashboard.routes import mount as mount_dashboard
 from roofwatch.service.api import docs
-from roofwatch.service.api.metrics import router as metrics_router
+from roofwatch.service.api.json_api import router as api_router
+from roofwatch.service.api.prometheus import router as metrics_router
 from roofwatch.service.api.request_limits import AuthenticatedFirst
-from roofwatch.service.api.routes import router as api_router
 from roofwatch.service.api.security_headers import SecurityHeaders
 from roofwatch.service.api.suites import router as suites_router
 from roofwatch.service.api.uploads import router as upload_router
 from roofwatch.service.api.webhooks import router as webhook_router
+from roofwatch.service.core import embedded
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.requests import SessionDep
-from roofwatch.service.github import reporter
+from roofwatch.service.github import reporting
 from roofwatch.service.github.comment import comment_for
 
 REPORT_SWEEP_S = 60.0
@@ -32,11 +33,11 @@ REPORT_SHUTDOWN_WAIT_S = 10.0
 def _sweep_reports(stop: threading.Event) -> None:
     """Embedded mode's stand-in for the scheduled ``deliver_reports`` task.
 
-    Due reports go to the reporter thread, not to the background worker: a sweep during a GitHub
-    outage must not keep the device from the next run.
+    Due reports go to the reporter's lane, not the measuring one: a sweep during a GitHub outage
+    must not keep the device from the next run.
     """
     while not stop.wait(REPORT_SWEEP_S):
-        reporter.submit_due()
+        reporting.send_due()
 
 
 @asynccontextmanager
@@ -55,7 +56,7 @@ async def lifespan(_: FastAPI) -> AsyncIterator[None]:
     finally:
         stop.set()
         # What is still undelivered stays in the outbox; the next start's sweep sends it.
-        reporter.drain(REPORT_SHUTDOWN_WAIT_S)
+        embedded.REPORTS.drain(REPORT_SHUTDOWN_WAIT_S)
 
 
 class _App(FastAPI):

@@ -13,7 +13,7 @@ Every delivery that gets past the signature and the payload checks is recorded i
 ``webhookdelivery`` with what became of it, so "why did my push not run?" has an answer. The
 record is committed before its work is queued (the task looks it up); when queuing fails the
 record is removed again, so GitHub's redelivery is not taken for a duplicate. Accepted work
-runs after the response: on a background thread when embedded, on the ``cpu`` queue otherwise.
+runs after the response: on the measuring lane when embedded (``core/embedded.py``), on the ``cpu`` queue otherwise.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from pydantic import ValidationError
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
-from roofwatch.service.api import background
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.db import session_scope
 from roofwatch.service.core.errors import PayloadError
@@ -199,10 +198,5 @@ def _forget(delivery_id: str) -> None:
 
 
 def _enqueue(event: str, delivery_id: str, data: dict[str, Any]) -> None:
-    if get_settings().embedded:
-        from roofwatch.service.tasks import handle_github_event
-
-        # Embedded: on the server's own worker thread, so the webhook is answered at once.
-        background.submit(handle_github_event.apply, (event, delivery_id, data))
-    else:
-        dispatch.github_event(event, delivery_id, data)
+    # On a cpu worker, or (embedded) on the server's measuring lane: the webhook is answered at once.
+    dispatch.github_event(event, delivery_id, data)

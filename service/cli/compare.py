@@ -29,8 +29,8 @@ from roofwatch.service.records.comparisons import comparison_report
 from roofwatch.service.records.repositories import mirror_and_source, resolve_repository
 from roofwatch.service.records.runs import upsert_commit
 from roofwatch.workers import checkout
+from roofwatch.workers.activity import Activity, local_activity
 from roofwatch.workers.device import probe, queue_name
-from roofwatch.workers.progress import Activity, local_activity
 
 # Exit codes: a CI step can gate on them.
 EXIT = {"no-change": 0, "improvement": 0, "regression": 1, "failure": 1, "inconclusive": 3, "errored": 2}

@@ -1,6 +1,6 @@
 """Progress lines that say what is measured and why: ``confirm 3f2a9c1..8e0b7d2 · round 3/8``.
 
-Workers announce each suite of a run or comparison (``roofwatch.workers.progress.Activity``); the reason
+Workers announce each suite of a run or comparison (``roofwatch.workers.activity.Activity``); the reason
 it runs — the user's own commit, a bisection, a confirmation A/B — is the run's trigger or the
 comparison's purpose, looked up once per id.
 """
@@ -11,7 +11,7 @@ from sqlmodel import Session
 
 from roofwatch.service.core.db import session_scope
 from roofwatch.service.core.models import Comparison, Run
-from roofwatch.workers.progress import Activity
+from roofwatch.workers.activity import Activity
 
 # What each reason is called on the terminal; a reason not listed is shown as stored.
 NARROWING = {"bisect": "bisect {commits} (narrowing)"}

@@ -35,9 +35,9 @@ from roofwatch.service.records.repositories import mirror_and_source, resolve_re
 from roofwatch.service.records.runs import create_run, earlier_runs, find_commit, measured_on, upsert_commit
 from roofwatch.service.records.suite_configs import current
 from roofwatch.workers import checkout, prerequisites
+from roofwatch.workers.activity import Activity, local_activity
 from roofwatch.workers.device import probe, queue_name
 from roofwatch.workers.external_suites import choose, parse_suites_file
-from roofwatch.workers.progress import Activity, local_activity
 from roofwatch.workers.suite_config import parse_toml, suites_in
 
 DEFAULT_LAST = 1

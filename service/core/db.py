@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import lru_cache
 from pathlib import Path
 
@@ -42,8 +43,35 @@ def make_engine(url: str) -> Engine:
 
 
 @lru_cache
-def get_engine() -> Engine:
+def _settings_engine() -> Engine:
     return make_engine(get_settings().sqlalchemy_url)
+
+
+# Work on an embedded lane (``core/embedded.py``) runs against the database it was submitted in.
+_bound: ContextVar[Engine | None] = ContextVar("roofwatch_bound_engine", default=None)
+
+
+def get_engine() -> Engine:
+    """The engine of this context's work, else the one the settings name (made once per process)."""
+    return _bound.get() or _settings_engine()
+
+
+def forget_engine() -> None:
+    """Close the settings' engine, so the next ``get_engine`` reads them again (a test or a benchmark points at a
+    new database)."""
+    if _settings_engine.cache_info().currsize:
+        _settings_engine().dispose()
+    _settings_engine.cache_clear()
+
+
+@contextmanager
+def bound_to(engine: Engine) -> Iterator[None]:
+    """Within this block (this thread or task), ``get_engine`` and ``session_scope`` use ``engine``."""
+    token = _bound.set(engine)
+    try:
+        yield
+    finally:
+        _bound.reset(token)
 
 
 @contextmanager

@@ -1,8 +1,13 @@
 """Send a Celery task by its registered name: the service's one way onto the queue.
 
-Nothing in the service imports a task module to send work; a task is named (``roofwatch.*``),
-and ``roofwatch.service.tasks`` — the one module that implements them — imports the flows, not the other
-way round. Embedded (no broker), the task runs eagerly in this process.
+Nothing in the service imports a task module to send work; a task is named (``TaskName``), and
+``roofwatch.service.tasks`` — the one module that implements them — imports the flows, not the
+other way round. ``flows/dispatch.py`` composes chains from ``signature``; everything else sends
+with ``send``.
+
+Embedded (no broker) is decided here and nowhere else: a task runs eagerly where it is sent,
+except those no caller may wait for (``LANE_OF``), which go to their lane of
+``core/embedded.py`` — webhook work to the measuring lane, report deliveries to the reporter's.
 """
 
 from __future__ import annotations
@@ -10,9 +15,19 @@ from __future__ import annotations
 from celery import Signature
 
 from roofwatch.common.celery_app import app
+from roofwatch.common.task_names import TaskName
+from roofwatch.service.core import embedded
+
+# Embedded, these run on a lane instead of in the sender's call; a report is sent once per row
+# however often it is asked for before it goes out (keyed by its arguments).
+LANE_OF: dict[TaskName, embedded.Lane] = {
+    TaskName.HANDLE_GITHUB_EVENT: embedded.MEASURE,
+    TaskName.DELIVER_REPORT: embedded.REPORTS,
+}
+KEYED = {TaskName.DELIVER_REPORT}
 
 
-def signature(name: str, *args: object, immutable: bool = False) -> Signature:
+def signature(name: TaskName, *args: object, immutable: bool = False) -> Signature:
     if app.conf.task_always_eager:
         # An eager signature runs the registered task object: make sure every module that
         # registers one (the app's ``include``) has been imported in this process.
@@ -21,5 +36,11 @@ def signature(name: str, *args: object, immutable: bool = False) -> Signature:
     return app.signature(str(name), args=args, immutable=immutable)
 
 
-def send(name: str, *args: object) -> None:
+def send(name: TaskName, *args: object) -> None:
+    """Queue ``name``; embedded, run it here and now, or on its lane when no caller may wait for it."""
+    lane = LANE_OF.get(name)
+    if app.conf.task_always_eager and lane is not None:
+        work = signature(name, *args)
+        lane.submit(work.apply, key=(name, *args) if name in KEYED else None)
+        return
     signature(name, *args).apply_async()

@@ -37,7 +37,7 @@ def revoke(task_id: str) -> None:
 
 
 def _signature(task: TaskName, *args: object, immutable: bool = False) -> Signature:
-    return task_queue.signature(str(task), *args, immutable=immutable)
+    return task_queue.signature(task, *args, immutable=immutable)
 
 
 def then_report_run(run_id: int) -> Signature:

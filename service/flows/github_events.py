@@ -2,7 +2,7 @@
 
 ``route`` runs inside the request, on the validated payload and the registered repository:
 it decides — quickly, without git or GitHub calls — whether the delivery starts work and
-records installations. ``handle`` runs afterwards (in a background thread when embedded, on
+records installations. ``handle`` runs afterwards (on the measuring lane when embedded, on
 the ``cpu`` queue otherwise): it fetches, checks trust, creates runs and reports on GitHub.
 """
 

@@ -1,7 +1,7 @@
 """What roofwatch shows on GitHub: a status (token) or check run (App) per head, and the PR comment.
 
 These functions only record the desired state through the outbox; ``send`` then asks for
-delivery (by the reporter thread when embedded, on the ``cpu`` queue otherwise).
+delivery (on the ``cpu`` queue, or on the embedded reporter's lane: ``core/embedded.py``).
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from roofwatch.common.redaction import redact
 from roofwatch.common.task_names import TaskName
 from roofwatch.service.core import task_queue
 from roofwatch.service.core.config import get_settings
+from roofwatch.service.core.db import session_scope
 from roofwatch.service.core.models import Repository
-from roofwatch.service.github import outbox, reporter
+from roofwatch.service.github import outbox
 from roofwatch.service.github.comment import Summary
 
 log = logging.getLogger(__name__)
@@ -84,17 +85,21 @@ def show_comment(session: Session, repository: Repository, pr_number: int, body:
 def send(report_ids: list[int]) -> None:
     """Ask for delivery of freshly published reports; never waits for GitHub.
 
-    Embedded, the process's reporter thread delivers them; with a broker, a ``cpu`` worker. What
-    GitHub refuses stays in the outbox for the next sweep.
+    With a broker, a ``cpu`` worker delivers them; embedded, the reporter's lane. What GitHub
+    refuses stays in the outbox for the next sweep.
     """
-    if get_settings().embedded:
-        reporter.submit(report_ids)
-        return
     for report_id in report_ids:
         try:
             task_queue.send(TaskName.DELIVER_REPORT, report_id)
         except Exception as exc:  # a broker outage must not fail the run; the sweep delivers later
             log.warning("report %s left for the next sweep: %s", report_id, exc)
+
+
+def send_due() -> None:
+    """Ask for every report whose backoff has passed: embedded mode's stand-in for ``deliver_reports``."""
+    with session_scope() as session:
+        due = outbox.due(session)
+    send(due)
 
 
 def _ids(row: Any) -> list[int]:
