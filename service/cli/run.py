@@ -25,14 +25,14 @@ from roofwatch.service.cli.progress import Purposes, describe
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.db import session_scope
 from roofwatch.service.core.errors import RoofwatchError
-from roofwatch.service.core.keys import manual_run_key, next_attempt, run_key_prefix
 from roofwatch.service.core.links import dashboard_url
-from roofwatch.service.core.models import Change, Commit, Measurement, Repository, Run, SuiteExecution, TestOutcome
+from roofwatch.service.core.models import Change, Measurement, Run, SuiteExecution, TestOutcome
+from roofwatch.service.flows import manual
 from roofwatch.service.flows.detection import analysis_progress
-from roofwatch.service.flows.measure import job_for, submit
+from roofwatch.service.flows.measure import submit
 from roofwatch.service.records.changes import shown
 from roofwatch.service.records.repositories import mirror_and_source, resolve_repository
-from roofwatch.service.records.runs import create_run, earlier_runs, find_commit, measured_on, upsert_commit
+from roofwatch.service.records.runs import find_commit
 from roofwatch.service.records.suite_configs import current
 from roofwatch.workers import checkout, prerequisites
 from roofwatch.workers.activity import Activity, local_activity
@@ -139,24 +139,10 @@ def execute(request: RunRequest, console: Console, report: Report | None = None)
 
     device = probe()
     queue = queue_name(request.device_class or device.device_class)
-    planned: list[tuple[int, str]] = []
-    skipped: list[str] = []
-    with session_scope() as session:
-        repo_row = session.get(Repository, repository.id)
-        assert repo_row is not None
-        for info in infos:
-            commit = upsert_commit(session, repo_row, info)
-            if not request.force and settings.embedded and measured_on(session, commit, device.fingerprint):
-                skipped.append(info.sha)
-                continue
-            again = request.force or earlier_runs(session, commit, device.fingerprint)
-            attempt = next_attempt(session, Run, run_key_prefix(
-                repo_row.full_name, info.sha, device.fingerprint, "manual")) if again else 0
-            key = manual_run_key(repo_row.full_name, info.sha, device.fingerprint, attempt)
-            run = create_run(session, repo_row, commit, key)
-            planned.append((run.id, info.sha))  # type: ignore[arg-type]
-
-    for sha in skipped:
+    recorded = manual.plan(repository.id, infos, device.fingerprint, force=request.force,  # type: ignore[arg-type]
+                           skip_measured=settings.embedded)
+    planned = recorded.queued
+    for sha in recorded.skipped:
         console.print(f"[dim]{sha[:12]} already measured on {inert(device.device_class)} (use --force to re-run)[/]")
     if not planned:
         report(_runs_for(infos, repository.id, device.fingerprint))  # type: ignore[arg-type]
@@ -170,11 +156,7 @@ def execute(request: RunRequest, console: Console, report: Report | None = None)
         overall = bar.add_task("commits", total=len(planned))
         purposes = Purposes()
         for run_id, sha in planned:
-            with session_scope() as session:
-                queued = session.get(Run, run_id)
-                assert queued is not None
-                commit = session.exec(select(Commit).where(Commit.id == queued.commit_id)).one()
-                job = replace(job_for(queued, repository, commit, settings), **one_off)
+            job, commit = manual.job(run_id, repository, settings, one_off)
             label = f"{sha[:12]} {inert(commit.message.splitlines()[0][:50]) if commit.message else ''}"
             bar.update(overall, description=label)
 
