@@ -11,8 +11,15 @@ from fastapi import APIRouter, HTTPException, Path, Query, Response
 from pydantic import BaseModel, Field
 from sqlmodel import select
 
-from roofwatch.common.redaction import redact
 from roofwatch.service.api.deps import TokenDep
+from roofwatch.service.api.public import (
+    BenchmarkPublic,
+    ComparisonDetail,
+    DevicePublic,
+    RepositoryPublic,
+    RunDetail,
+    SeriesPage,
+)
 from roofwatch.service.core.errors import UnknownRepository
 from roofwatch.service.core.models import (
     ROW_ID_MAX,
@@ -63,10 +70,10 @@ def _repository_id(session: SessionDep, repo: str | None) -> int | None:
         raise HTTPException(404, str(exc)) from exc
 
 
-@router.get("/repositories")
-def list_repositories(session: SessionDep) -> list[Repository]:
-    # Unauthenticated: a clone URL may carry a token (https://x-access-token:...@), never shown.
-    return [row.model_copy(update={"clone_url": redact(row.clone_url)}) for row in session.exec(select(Repository))]
+@router.get("/repositories", response_model=list[RepositoryPublic])
+def list_repositories(session: SessionDep) -> Any:
+    # Unauthenticated: a clone URL may carry a token (https://x-access-token:...@); RepositoryPublic redacts it.
+    return session.exec(select(Repository)).all()
 
 
 @router.get("/runs", responses=NOT_FOUND)
@@ -75,8 +82,8 @@ def list_runs(session: SessionDep, repo: RepoQuery = None,
     return queries.recent_runs(session, _repository_id(session, repo), limit)
 
 
-@router.get("/runs/{run_id}", responses=NOT_FOUND)
-def get_run(run_id: RowId, session: SessionDep) -> dict[str, Any]:
+@router.get("/runs/{run_id}", responses=NOT_FOUND, response_model=RunDetail)
+def get_run(run_id: RowId, session: SessionDep) -> Any:
     run = session.get(Run, run_id)
     if run is None:
         raise HTTPException(404, f"no run {run_id}")
@@ -97,16 +104,16 @@ def get_run(run_id: RowId, session: SessionDep) -> dict[str, Any]:
     }
 
 
-@router.get("/benchmarks", responses=NOT_FOUND)
-def list_benchmarks(session: SessionDep, repo: RepoQuery = None) -> list[Benchmark]:
+@router.get("/benchmarks", responses=NOT_FOUND, response_model=list[BenchmarkPublic])
+def list_benchmarks(session: SessionDep, repo: RepoQuery = None) -> Any:
     return queries.benchmarks(session, _repository_id(session, repo))
 
 
-@router.get("/benchmarks/{benchmark_id}/series", responses=NOT_FOUND)
+@router.get("/benchmarks/{benchmark_id}/series", responses=NOT_FOUND, response_model=SeriesPage)
 def get_series(benchmark_id: RowId, session: SessionDep,
                before: Annotated[int | None, Query(ge=0, le=2**31 - 1, description=(
                    "branch position: only older measurements (the previous page's `next_before`)"))] = None,
-               limit: Annotated[int, Query(ge=1, le=SERIES_PAGE_MAX)] = queries.SERIES_PAGE) -> dict[str, Any]:
+               limit: Annotated[int, Query(ge=1, le=SERIES_PAGE_MAX)] = queries.SERIES_PAGE) -> Any:
     """A benchmark's measurements, newest page first, each page oldest first; `next` pages back in history.
 
     A page never splits a commit. The whole history in one response: `/series.csv`.
@@ -178,8 +185,8 @@ def triage_change(change_id: RowId, body: TriageRequest, session: SessionDep, ac
     return queries.change_rows(session, change_id=change_id)[0]
 
 
-@router.get("/comparisons/{comparison_id}", responses=NOT_FOUND)
-def get_comparison(comparison_id: RowId, session: SessionDep) -> dict[str, Any]:
+@router.get("/comparisons/{comparison_id}", responses=NOT_FOUND, response_model=ComparisonDetail)
+def get_comparison(comparison_id: RowId, session: SessionDep) -> Any:
     """An A/B comparison: verdict and per-benchmark results with their per-round values."""
     from roofwatch.service.records.comparisons import results_of
 
@@ -195,6 +202,6 @@ def get_comparison(comparison_id: RowId, session: SessionDep) -> dict[str, Any]:
     }
 
 
-@router.get("/devices")
-def list_devices(session: SessionDep) -> list[Device]:
+@router.get("/devices", response_model=list[DevicePublic])
+def list_devices(session: SessionDep) -> Any:
     return queries.devices(session)
