@@ -8,6 +8,7 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import Engine, create_engine
 
+from roofwatch.common import celery_app
 from roofwatch.common.task_names import TaskName
 from roofwatch.service.core import embedded, task_queue
 from roofwatch.service.core.db import bound_to, get_engine
@@ -103,7 +104,7 @@ def test_embedded_sends_work_no_caller_waits_for_to_its_lane(monkeypatch: pytest
     for name in ("MEASURE", "REPORTS"):
         monkeypatch.setattr(getattr(embedded, name), "submit",
                             lambda work, key=None, name=name: submitted.append((name, key)))
-    monkeypatch.setitem(task_queue.app.conf, "task_always_eager", True)
+    monkeypatch.setitem(celery_app.app.conf, "task_always_eager", True)
     args = ("push", "delivery-1", {}) if task == TaskName.HANDLE_GITHUB_EVENT else (7,)
     task_queue.send(task, *args)
     assert submitted == [(lane, key)]

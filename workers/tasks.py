@@ -13,7 +13,7 @@ from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 
-from roofwatch.common.celery_app import TaskName, app
+from roofwatch.common.celery_app import TaskName, app, send
 from roofwatch.common.envelope import ABEnvelope, Envelope
 from roofwatch.common.jobs import ABJob, Job
 from roofwatch.common.settings import get_worker_settings
@@ -45,7 +45,7 @@ def run_commit(self: Any, job: dict[str, Any]) -> dict[str, Any]:
     if too_many:
         return errored(too_many)
     log.info("run %s: measuring %s@%s", spec.run_id, spec.repository, spec.sha[:12])
-    app.signature(str(TaskName.RUN_STARTED), args=(spec.run_id,)).apply_async()
+    send(TaskName.RUN_STARTED, spec.run_id)
     try:
         envelope = run_job(spec, progress=_progress_reporter(self, spec))
     except SoftTimeLimitExceeded:
@@ -116,7 +116,7 @@ def run_ab_task(self: Any, job: dict[str, Any]) -> dict[str, Any]:
         return errored(too_many)
     log.info("comparison %s: %s %s..%s", spec.comparison_id, spec.repository, spec.base_sha[:12], spec.head_sha[:12])
     if spec.run_id is not None:
-        app.signature(str(TaskName.RUN_STARTED), args=(spec.run_id,)).apply_async()
+        send(TaskName.RUN_STARTED, spec.run_id)
     try:
         envelope = run_ab(spec, progress=_round_reporter(spec))
     except SoftTimeLimitExceeded:

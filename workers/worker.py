@@ -12,7 +12,7 @@ import os
 import socket
 from dataclasses import dataclass
 
-from roofwatch.common.celery_app import CPU_QUEUE, INGEST_QUEUE, TaskName, app, task_modules
+from roofwatch.common.celery_app import CPU_QUEUE, INGEST_QUEUE, TaskName, app, send, task_modules
 from roofwatch.common.envelope import DeviceInfo
 from roofwatch.common.settings import get_worker_settings
 from roofwatch.workers import redelivery
@@ -89,7 +89,7 @@ def start_worker(worker: WorkerPlan, loglevel: str) -> None:
     # so only GPUs are calibrated here; `roofwatch calibrate` still measures a CPU on request.
     found = worker.device
     device = calibrated(found, settings.data_dir) if not is_cpu(found.device_class) else found
-    app.signature(str(TaskName.REGISTER_DEVICE), args=(device.model_dump(mode="json"),)).apply_async()
+    send(TaskName.REGISTER_DEVICE, device.model_dump(mode="json"))
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     app.worker_main([
         "worker", f"--queues={','.join(worker.queues)}", "--concurrency=1", "--prefetch-multiplier=1",

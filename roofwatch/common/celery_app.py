@@ -9,7 +9,8 @@ database) and ``cpu`` (analysis and reports).
 
 from __future__ import annotations
 
-from celery import Celery
+from celery import Celery, Signature, chain
+from celery.result import AsyncResult
 from celery.schedules import crontab
 
 from roofwatch.common.settings import get_worker_settings
@@ -89,3 +90,25 @@ def make_app() -> Celery:
 
 
 app = make_app()
+
+
+# -- sending: the only place a task leaves for the queue (or, eager, runs) ----------------------------
+
+def signature(name: TaskName, *args: object, immutable: bool = False) -> Signature:
+    """The task ``name`` with ``args``, not sent yet (a step of a chain)."""
+    if app.conf.task_always_eager:
+        # An eager signature runs the registered task object: make sure every module that
+        # registers one (the app's ``include``) has been imported in this process.
+        app.loader.import_default_modules()
+    # A plain str: Celery reads a ``.name`` off anything that has one, and an enum member does.
+    return app.signature(str(name), args=args, immutable=immutable)
+
+
+def send(name: TaskName, *args: object) -> AsyncResult:
+    """Queue the task ``name`` (eager: run it now, here)."""
+    return signature(name, *args).apply_async()
+
+
+def send_chain(*steps: Signature) -> AsyncResult:
+    """Queue ``steps``, each handed the one before's result (eager: run them all now, here)."""
+    return chain(*steps).apply_async()

@@ -12,9 +12,9 @@ except those no caller may wait for (``LANE_OF``), which go to their lane of
 
 from __future__ import annotations
 
-from celery import Signature
+from celery.result import AsyncResult
 
-from roofwatch.common.celery_app import app
+from roofwatch.common import celery_app
 from roofwatch.common.task_names import TaskName
 from roofwatch.service.core import embedded
 
@@ -27,20 +27,15 @@ LANE_OF: dict[TaskName, embedded.Lane] = {
 KEYED = {TaskName.DELIVER_REPORT}
 
 
-def signature(name: TaskName, *args: object, immutable: bool = False) -> Signature:
-    if app.conf.task_always_eager:
-        # An eager signature runs the registered task object: make sure every module that
-        # registers one (the app's ``include``) has been imported in this process.
-        app.loader.import_default_modules()
-    # A plain str: Celery reads a ``.name`` off anything that has one, and an enum member does.
-    return app.signature(str(name), args=args, immutable=immutable)
+signature = celery_app.signature
+send_chain = celery_app.send_chain
 
 
-def send(name: TaskName, *args: object) -> None:
-    """Queue ``name``; embedded, run it here and now, or on its lane when no caller may wait for it."""
+def send(name: TaskName, *args: object) -> AsyncResult | None:
+    """Queue ``name``; embedded, run it here and now, or on its lane when no caller may wait for it (None)."""
     lane = LANE_OF.get(name)
-    if app.conf.task_always_eager and lane is not None:
+    if celery_app.app.conf.task_always_eager and lane is not None:
         work = signature(name, *args)
         lane.submit(work.apply, key=(name, *args) if name in KEYED else None)
-        return
-    signature(name, *args).apply_async()
+        return None
+    return celery_app.send(name, *args)

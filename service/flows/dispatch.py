@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from celery import Signature, chain
+from celery import Signature
 from celery.result import AsyncResult
 
 from roofwatch.common.celery_app import app
@@ -58,7 +58,7 @@ def measure(job: Job, queue: str, then: Signature | None = None) -> AsyncResult:
     ]
     if then is not None:
         steps.append(then)
-    return chain(*steps).apply_async()
+    return task_queue.send_chain(*steps)
 
 
 def ab(job: ABJob, queue: str, then: TaskName | None) -> AsyncResult:
@@ -67,7 +67,7 @@ def ab(job: ABJob, queue: str, then: TaskName | None) -> AsyncResult:
              _signature(TaskName.INGEST_AB)]
     if then is not None:
         steps.append(_signature(then))
-    return chain(*steps).apply_async()
+    return task_queue.send_chain(*steps)
 
 
 def github_event(event: str, delivery_id: str, payload: dict[str, Any]) -> None:
@@ -77,4 +77,6 @@ def github_event(event: str, delivery_id: str, payload: dict[str, Any]) -> None:
 
 def register_device(info: dict[str, Any]) -> AsyncResult:
     """Store a device and its measured peaks (``DeviceInfo`` as JSON); embedded, done on return."""
-    return task_queue.signature(TaskName.REGISTER_DEVICE, info).apply_async()
+    result = task_queue.send(TaskName.REGISTER_DEVICE, info)
+    assert result is not None  # no lane: registering a device is waited for
+    return result
