@@ -23,7 +23,7 @@ def main() -> None:
     os.environ["ROOFWATCH_DATA_DIR"] = tempfile.mkdtemp(prefix="roofwatch-bench-")
     os.environ.pop("ROOFWATCH_DATABASE_URL", None)
     os.environ["ROOFWATCH_API_TOKEN"] = "bench-token-" + "x" * 32
-    from live_server import serving
+    from support.live_server import serving
 
     from roofwatch.service.api.app import create_app
     from roofwatch.service.core.db import migrate

@@ -25,11 +25,11 @@ if [ ${#debian[@]} -gt 0 ]; then
 fi
 
 ./scripts/bootstrap.sh
-# tests/test_compose.py validates docker-compose.yml against the Compose Specification schema,
+# tests/project/test_compose.py validates docker-compose.yml against the Compose Specification schema,
 # which ships inside this wheel; it is downloaded once (offline, those tests skip; under CI they fail).
 if ! compgen -G ".cache/compose-spec/docker_compose-*.whl" >/dev/null; then
     .venv/bin/pip download --no-deps --only-binary=:all: docker-compose==1.29.2 -d .cache/compose-spec -q \
-        || echo "could not download docker-compose==1.29.2: tests/test_compose.py cannot validate the schema" >&2
+        || echo "could not download docker-compose==1.29.2: tests/project/test_compose.py cannot validate the schema" >&2
 fi
 
 if [ -n "$apt_pid" ] && ! wait "$apt_pid"; then

@@ -1,77 +1,30 @@
 """Shared fixtures: databases (SQLite always, PostgreSQL when reachable), sample repositories.
 
-PostgreSQL is used for real: each test session creates its own database on the server at
-``ROOFWATCH_TEST_POSTGRES`` (default ``postgresql://postgres@127.0.0.1:5432/test``) and drops
-it afterwards. Under ``CI=true`` an unreachable server is an error, not a skip.
+The tests are laid out like the code (``tests/analysis``, ``tests/records``… ``tests/e2e``); what
+they share lives in the ``support`` package beside this file (``support/environment.py``: CI or
+not, the PostgreSQL server, fresh databases).
 """
 
 from __future__ import annotations
 
 import os
 import sys
-import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 
+# ``support`` (the helpers every folder of tests shares) is imported from here.
 sys.path.insert(0, str(Path(__file__).parent))
 
-from sample_repo import build_history
-from tests_support import SUITE_PYTEST_ADDOPTS, SUITE_THREADS
+from support.environment import IN_CI, SHARED, _reset_caches, fresh_postgres_database
+from support.sample_repo import build_history
+from support.tests_support import SUITE_PYTEST_ADDOPTS, SUITE_THREADS
 
 # Suites run in this process (run_job, the embedded app's tasks) get what child processes get.
 os.environ.setdefault("ROOFWATCH_SUITE_PYTEST_ADDOPTS", SUITE_PYTEST_ADDOPTS)
 for _name, _value in SUITE_THREADS.items():
     os.environ.setdefault(_name, _value)
-
-POSTGRES_ADMIN_URL = os.environ.get(
-    "ROOFWATCH_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-
-
-def _postgres_reachable() -> str | None:
-    try:
-        engine = create_engine(POSTGRES_ADMIN_URL, connect_args={"connect_timeout": 3})
-        with engine.connect() as connection:
-            connection.execute(text("SELECT 1"))
-        engine.dispose()
-    except Exception as exc:  # any driver/network failure means "not here"
-        return f"{type(exc).__name__}: {exc}".splitlines()[0]
-    return None
-
-
-@contextmanager
-def fresh_postgres_database(prefix: str, needed_by: str, password: str | None = None) -> Iterator[str]:
-    """A new, empty PostgreSQL database named ``prefix_<random>``: its URL, dropped afterwards.
-
-    Unreachable server: the test skips, or fails under ``CI=true`` (CI must run ``needed_by``).
-    ``password`` goes into the URL (the server trusts loopback, so any password connects).
-    """
-    problem = _postgres_reachable()
-    if problem:
-        message = f"PostgreSQL not reachable at {POSTGRES_ADMIN_URL} ({problem})"
-        if IN_CI:
-            pytest.fail(f"{message} — CI must run {needed_by}")
-        pytest.skip(f"{message}; {needed_by} skipped")
-    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    url = make_url(POSTGRES_ADMIN_URL).set(database=name)
-    if password is not None:
-        url = url.set(password=password)
-    try:
-        yield url.render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 @pytest.fixture(scope="session")
@@ -101,14 +54,6 @@ def roofwatch_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[P
     _reset_caches()
 
 
-def _reset_caches() -> None:
-    from roofwatch.service.core.config import get_settings
-    from roofwatch.service.core.db import forget_engine
-
-    forget_engine()
-    get_settings.cache_clear()
-
-
 @pytest.fixture
 def sample_history(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     """A git repository: good → broken correctness → fixed."""
@@ -128,7 +73,7 @@ def shared_corpus() -> Path:
 @pytest.fixture(scope="session")
 def seeded_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A data dir whose SQLite database holds a real three-commit history (run once)."""
-    from tests_support import roofwatch
+    from support.tests_support import roofwatch
 
     root = tmp_path_factory.mktemp("seeded")
     repo = root / "sample"
@@ -177,4 +122,4 @@ def redis_url() -> str:
     finally:
         client.close()
     return REDIS_URL
-from fake_github import fake_github  # noqa: E402,F401  (fixture: a fake GitHub REST server on loopback)
+from support.fake_github import fake_github  # noqa: E402,F401  (fixture: a fake GitHub REST server on loopback)

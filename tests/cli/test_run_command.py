@@ -1,0 +1,83 @@
+"""`roofwatch run` end to end on a separate repository with plain pytest-benchmark suites."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from support.tests_support import roofwatch
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def _outcomes_by_commit(database_url: str) -> dict[str, dict[str, str]]:
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(database_url.replace("postgresql://", "postgresql+psycopg://", 1))
+    with engine.connect() as connection:
+        rows = connection.execute(text(
+            "SELECT c.sha, o.test_id, o.outcome FROM testoutcome o "
+            "JOIN run r ON r.id = o.run_id JOIN \"commit\" c ON c.id = r.commit_id"
+        )).all()
+    engine.dispose()
+    result: dict[str, dict[str, str]] = {}
+    for sha, test_id, outcome in rows:
+        result.setdefault(sha, {})[test_id] = outcome
+    return result
+
+
+def test_history_records_outcomes_and_timings_per_commit(
+    database_url: str, sample_history: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    repo, shas = sample_history
+    env = {"ROOFWATCH_DATA_DIR": str(tmp_path / "data"), "ROOFWATCH_DATABASE_URL": database_url}
+    roofwatch(["db", "upgrade"], env)
+    done = roofwatch(["run", "--repo", str(repo), "--range", f"{shas['good']}~0..main", "--rev", shas["good"]],
+                     env, check=False)
+    assert done.returncode == 1, done.stdout  # the broken commit fails the run
+    assert "3/3" in done.stdout or "3 commit(s)" in done.stdout
+
+    outcomes = _outcomes_by_commit(database_url)
+    assert set(outcomes) == set(shas.values())
+    small = "checks.test_kernel::test_saxpy_small"
+    assert outcomes[shas["good"]][small] == "passed"
+    assert outcomes[shas["broken"]][small] == "failed"
+    assert outcomes[shas["fixed"]][small] == "passed"
+    # Only the broken commit has a failing outcome.
+    failing = {sha for sha, tests in outcomes.items() if "failed" in tests.values()}
+    assert failing == {shas["broken"]}
+
+    runs = json.loads(roofwatch(["regressions", "--format", "json"], env).stdout)
+    failures = [r for r in runs if r["kind"] == "correctness-failure"]
+    assert [(r["benchmark"], r["commit"], r["state"]) for r in failures] == [
+        (small, shas["broken"], "fixed")
+    ]
+
+    # History persists: a second run skips what this device already measured...
+    again = roofwatch(["run", "--repo", str(repo), "--rev", shas["fixed"]], env)
+    assert "already measured" in again.stdout
+    # ...unless forced.
+    forced = roofwatch(["run", "--repo", str(repo), "--rev", shas["fixed"], "--force"], env)
+    assert "1 commit(s)" in forced.stdout
+
+
+def test_unknown_repository_and_revision_are_clear_errors(
+    sample_history: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    repo, _ = sample_history
+    env = {"ROOFWATCH_DATA_DIR": str(tmp_path / "data")}
+    unknown = roofwatch(["run", "--repo", "nobody/nothing"], env, check=False)
+    assert unknown.returncode == 2
+    assert "not a registered repository" in unknown.stderr + unknown.stdout
+    missing = roofwatch(["run", "--repo", str(repo), "--rev", "deadbeef" * 5], env, check=False)
+    assert missing.returncode == 2
+    assert "unknown revision" in missing.stderr + missing.stdout
+
+
+def test_repo_add_then_run_by_name(sample_history: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    repo, shas = sample_history
+    env = {"ROOFWATCH_DATA_DIR": str(tmp_path / "data")}
+    roofwatch(["repo", "add", "acme/kernels", "--clone-url", str(repo)], env)
+    done = roofwatch(["run", "--repo", "acme/kernels", "--rev", shas["good"]], env)
+    assert "acme/kernels" in done.stdout and "succeeded" in done.stdout

@@ -1,0 +1,1 @@
+"""What the tests share: fake services, generated repositories, environments. Imported as ``support.…``."""
