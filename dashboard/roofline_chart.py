@@ -17,7 +17,7 @@ from typing import Any
 
 from roofwatch.dashboard.escaping import plotly_text
 from roofwatch.roofline import Bound, Peaks, RooflineError, roof_dtype
-from roofwatch.service.records.roofline import bound_of, compute_roof
+from roofwatch.service.records.roofline import bound_of, roof_of
 
 # Colours by dtype, so one kernel's fp16 and fp32 variants read as related but distinct.
 DTYPE_COLORS = {"fp32": "#1f77b4", "tf32": "#17becf", "fp16": "#ff7f0e", "bf16": "#d62728", "fp8": "#9467bd"}
@@ -53,7 +53,7 @@ class KernelPoint:
 
 def attainable(peaks: Peaks, intensity: float, dtype: str) -> float:
     """``min(compute roof, AI × bandwidth)``: the most FLOP/s a kernel of this intensity can reach."""
-    return min(compute_roof(peaks, dtype), intensity * peaks.bandwidth)
+    return min(roof_of(peaks, dtype), intensity * peaks.bandwidth)
 
 
 def bound(point: KernelPoint, peaks: Peaks | None) -> Bound | None:
@@ -110,7 +110,7 @@ def roof_traces(peaks: Peaks, low: float, high: float, dtypes: Collection[str] =
     """
     ridges = ridge_points(peaks)
     if dtypes:
-        held_to = {compute_roof(peaks, dtype) for dtype in dtypes}
+        held_to = {roof_of(peaks, dtype) for dtype in dtypes}
         ridges = [ridge for ridge in ridges if ridge[2] in held_to] or ridges
     source = peaks.source
     # Datasheet roofs are dashed: they are what the vendor prints, not what this device sustains.

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from roofwatch.roofline import Bound, CacheRoof, Peaks, bound_by, datasheet_peaks
-from roofwatch.roofline import compute_roof as compute_roof_of
+from roofwatch.roofline import Bound, CacheRoof, Peaks, bound_by, compute_roof, datasheet_peaks
 from roofwatch.service.core.models import Device
 from roofwatch.workers.device import is_cpu
 
@@ -36,7 +35,7 @@ def _source(stored: str) -> Literal["measured", "datasheet", "modelled"]:
 
 def bound_of(peaks: Peaks, flops: float, bytes_moved: float, seconds: float, dtype: str) -> Bound:
     """The roof one call is held to (DRAM or a cache level) and the fraction of it reached."""
-    return bound_by(peaks, flops, bytes_moved, seconds, compute_roof(peaks, dtype))
+    return bound_by(peaks, flops, bytes_moved, seconds, roof_of(peaks, dtype))
 
 
 def fraction_of_roofline(peaks: Peaks, flops: float, bytes_moved: float, seconds: float,
@@ -44,15 +43,15 @@ def fraction_of_roofline(peaks: Peaks, flops: float, bytes_moved: float, seconds
     """Roofline fraction for one call against the roof that bounds it (``bound_of``); raises
     ``RooflineError`` when the call beats every roof (a harness error).
 
-    A dtype without its own compute roof is held to the fp32 one (``compute_roof``): the
+    A dtype without its own compute roof is held to the fp32 one (``roof_of``): the
     slowest roof the device has, so the fraction is never flattered.
     """
     return bound_of(peaks, flops, bytes_moved, seconds, dtype).fraction
 
 
-def compute_roof(peaks: Peaks, dtype: str) -> float:
-    """The peak FLOP/s a ``dtype`` kernel is held to (``roofwatch.roofline.compute_roof``)."""
-    roof = compute_roof_of(peaks.flops, dtype)
+def roof_of(peaks: Peaks, dtype: str) -> float:
+    """The peak FLOP/s a ``dtype`` kernel is held to on a device of ``peaks`` (``roofwatch.roofline.compute_roof``)."""
+    roof = compute_roof(peaks.flops, dtype)
     if roof is None:
         raise ValueError(f"{peaks.source} peaks hold no compute roof")
     return roof

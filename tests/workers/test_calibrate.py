@@ -23,7 +23,7 @@ from roofwatch.roofline import ROOF_MARGIN, RooflineError, datasheet_peaks, roof
 from roofwatch.service.core.db import downgrade, migrate, session_scope
 from roofwatch.service.core.models import Commit, Device, Measurement, Repository, Run
 from roofwatch.service.records.ingest import ingest_envelope, parse_envelope, upsert_device
-from roofwatch.service.records.roofline import bound_of, compute_roof, peaks_for
+from roofwatch.service.records.roofline import bound_of, peaks_for, roof_of
 from roofwatch.service.records.runs import create_run
 from roofwatch.timing import StoppingRule, WarmUp
 from roofwatch.workers import calibrate as calibration_module
@@ -427,13 +427,13 @@ def test_a_point_just_over_a_measured_roof_sits_at_it(over_the_roof: float, expe
     ("float8_e5m2", "fp8"),
     ("torch.float8_e4m3fn", "fp8"),
     ("bf16", "bf16"), ("bfloat16", "bf16"), ("float16", "fp16"), ("float32", "fp32"), ("tf32", "tf32"),
-    ("int8", "int8"),            # no roof of its own: compute_roof falls back to fp32's
+    ("int8", "int8"),            # no roof of its own: roof_of falls back to fp32's
 ])
 def test_every_spelling_of_a_dtype_is_held_to_its_own_roof(dtype: str, roof: str) -> None:
     assert roof_dtype(dtype) == roof
     peaks = datasheet_peaks("NVIDIA H100 80GB HBM3")
     assert peaks is not None
-    assert compute_roof(peaks, dtype) == peaks.flops.get(roof, peaks.flops["fp32"])
+    assert roof_of(peaks, dtype) == peaks.flops.get(roof, peaks.flops["fp32"])
 
 
 def test_an_fp8_matmul_at_an_h100s_rate_is_under_the_fp8_roof_not_a_harness_error() -> None:
