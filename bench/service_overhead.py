@@ -72,6 +72,7 @@ from sqlmodel import Session, select
 from bench.dashboard.workload import DTYPES, ELEMENT_BYTES, FLEET, IMPLS, OPS, Spec, noise_sigma, typical_seconds
 from roofwatch.common.envelope import DeviceInfo, Envelope, MeasurementRecord, SuiteResult
 from roofwatch.common.jobs import Job
+from roofwatch.common.task_names import queue_name
 from roofwatch.service.core.db import make_engine, migrate, session_scope
 from roofwatch.service.core.models import Commit, Repository, Run
 from roofwatch.service.core.vocabulary import TERMINAL_STATES
@@ -80,7 +81,7 @@ from roofwatch.service.records.ingest import ingest_envelope, parse_envelope
 from roofwatch.service.records.repositories import register
 from roofwatch.service.records.runs import create_run, upsert_commit
 from roofwatch.workers import checkout, runner, sandbox
-from roofwatch.workers.device import fingerprint, probe, queue_name
+from roofwatch.workers.device import fingerprint, probe
 from roofwatch.workers.runner import run_job
 
 ROOT = Path(__file__).resolve().parents[1]

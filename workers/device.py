@@ -89,12 +89,3 @@ def probe(gpu_index: int = 0) -> DeviceInfo:
     return info
 
 
-def is_cpu(device_class: str) -> bool:
-    """True for the CPU fallback device (``probe`` names it ``CPU <model>``)."""
-    return device_class.startswith("CPU ")
-
-
-def queue_name(device_class: str) -> str:
-    """Celery queue for a device class: ``NVIDIA H200`` → ``gpu.nvidia-h200``."""
-    slug = re.sub(r"[^a-z0-9]+", "-", device_class.lower()).strip("-")
-    return f"gpu.{slug}"

@@ -7,6 +7,7 @@ with a ``.name`` attribute for a task object, and an enum member has one.
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 
 
@@ -29,3 +30,16 @@ class TaskName(StrEnum):
     MEASURING_LOST = "roofwatch.measuring_lost"
     RECOVER_LOST_WORK = "roofwatch.recover_lost_work"
     NIGHTLY_RUNS = "roofwatch.nightly_runs"
+
+
+# -- queues: a measuring task goes to its device class's own queue --------------------------------
+
+def is_cpu(device_class: str) -> bool:
+    """True for the CPU fallback device (``probe`` names it ``CPU <model>``)."""
+    return device_class.startswith("CPU ")
+
+
+def queue_name(device_class: str) -> str:
+    """Celery queue for a device class: ``NVIDIA H200`` → ``gpu.nvidia-h200``."""
+    slug = re.sub(r"[^a-z0-9]+", "-", device_class.lower()).strip("-")
+    return f"gpu.{slug}"

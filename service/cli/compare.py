@@ -13,6 +13,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from roofwatch.common.redaction import redact
+from roofwatch.common.task_names import queue_name
 from roofwatch.service.cli.consoles import inert
 from roofwatch.service.cli.progress import describe
 from roofwatch.service.cli.run import one_off_suites
@@ -30,7 +31,7 @@ from roofwatch.service.records.repositories import mirror_and_source, resolve_re
 from roofwatch.service.records.runs import upsert_commit
 from roofwatch.workers import checkout
 from roofwatch.workers.activity import Activity, local_activity
-from roofwatch.workers.device import probe, queue_name
+from roofwatch.workers.device import probe
 
 # Exit codes: a CI step can gate on them.
 EXIT = {"no-change": 0, "improvement": 0, "regression": 1, "failure": 1, "inconclusive": 3, "errored": 2}

@@ -20,6 +20,7 @@ from sqlmodel import select
 
 from roofwatch.common.errors import CheckoutError, SuiteConfigError
 from roofwatch.common.redaction import redact
+from roofwatch.common.task_names import queue_name
 from roofwatch.service.cli.consoles import inert
 from roofwatch.service.cli.progress import Purposes, describe
 from roofwatch.service.core.config import get_settings
@@ -36,7 +37,7 @@ from roofwatch.service.records.runs import find_commit
 from roofwatch.service.records.suite_configs import current
 from roofwatch.workers import checkout, prerequisites
 from roofwatch.workers.activity import Activity, local_activity
-from roofwatch.workers.device import probe, queue_name
+from roofwatch.workers.device import probe
 from roofwatch.workers.external_suites import choose, parse_suites_file
 from roofwatch.workers.suite_config import parse_toml, suites_in
 

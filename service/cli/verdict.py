@@ -3,7 +3,7 @@
 ``--base B1.json B2.json … --head H1.json H2.json …``: file i of each side is round i (one
 process each), paired in the order given. The files go through the readers ``upload`` uses
 (pytest-benchmark, Google Benchmark, nvbench, asv), are laid out as the rounds of an A/B
-envelope, and are decided by ``roofwatch.workers.ab.round_verdicts`` — the very function the
+envelope, and are decided by ``roofwatch.service.analysis.ab_rounds.round_verdicts`` — the very function the
 service applies to a worker's rounds — so a verdict here is the verdict a pull request gets.
 """
 
@@ -15,10 +15,10 @@ from pathlib import Path
 
 from roofwatch.common.envelope import RoundRecord, SuiteResult
 from roofwatch.service.analysis import abtest
+from roofwatch.service.analysis.ab_rounds import paired_rounds, round_verdicts
 from roofwatch.service.core.errors import VerdictInputError
 from roofwatch.service.core.reports import BenchmarkVerdictRow, ComparisonReport
 from roofwatch.service.records.upload_formats import read_results
-from roofwatch.workers.ab import paired_rounds, round_verdicts
 from roofwatch.workers.min_effect import parse_min_effect
 
 EXIT = {"no-change": 0, "improvement": 0, "regression": 1, "inconclusive": 3}

@@ -14,12 +14,11 @@ from celery.result import AsyncResult
 from sqlmodel import Session
 
 from roofwatch.common.jobs import ABJob
-from roofwatch.common.task_names import TaskName
+from roofwatch.common.task_names import TaskName, queue_name
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.models import Commit, Comparison, Repository
 from roofwatch.service.flows import dispatch
 from roofwatch.service.records.comparisons import ab_job_for, create_comparison
-from roofwatch.workers.device import queue_name
 
 
 def prepare(session: Session, repository: Repository, base: Commit, head: Commit, key: str, *, purpose: str,

@@ -17,7 +17,7 @@ from pathlib import Path
 from sqlmodel import Session, select
 
 from roofwatch.common.errors import RoofwatchError
-from roofwatch.common.task_names import TaskName
+from roofwatch.common.task_names import TaskName, queue_name
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.db import session_scope
 from roofwatch.service.core.keys import bisect_key
@@ -29,7 +29,6 @@ from roofwatch.service.flows.measure import job_for, submit
 from roofwatch.service.flows.narrowing import Bisect
 from roofwatch.service.records.runs import create_run, find_commit, upsert_commit
 from roofwatch.workers import checkout
-from roofwatch.workers.device import queue_name
 
 log = logging.getLogger(__name__)
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from sqlmodel import select
 
+from roofwatch.common.task_names import queue_name
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.db import session_scope
 from roofwatch.service.core.errors import CheckoutError
@@ -27,7 +28,6 @@ from roofwatch.service.github.comment import Summary
 from roofwatch.service.records.changes import shown
 from roofwatch.service.records.runs import create_run, upsert_commit
 from roofwatch.workers import checkout
-from roofwatch.workers.device import queue_name
 
 log = logging.getLogger(__name__)
 

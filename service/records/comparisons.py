@@ -18,6 +18,7 @@ from roofwatch.common.jobs import ABJob
 from roofwatch.common.redaction import redact_json
 from roofwatch.roofline import RooflineError
 from roofwatch.service.analysis import abtest, correctness
+from roofwatch.service.analysis.ab_rounds import paired_rounds, round_verdicts
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.models import Benchmark, Commit, Comparison, ComparisonResult, Device, Repository, utcnow
 from roofwatch.service.core.reports import BenchmarkVerdictRow, ComparisonReport
@@ -25,7 +26,6 @@ from roofwatch.service.records import compiled_artifacts
 from roofwatch.service.records.ingest import IngestError, upsert_benchmark, upsert_device
 from roofwatch.service.records.roofline import fraction_of_roofline, peaks_for
 from roofwatch.service.records.suite_configs import job_fields
-from roofwatch.workers.ab import paired_rounds, round_verdicts
 
 
 def create_comparison(session: Session, repository: Repository, base: Commit, head: Commit, key: str,

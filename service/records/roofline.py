@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
+from roofwatch.common.task_names import is_cpu
 from roofwatch.roofline import Bound, CacheRoof, Peaks, bound_by, compute_roof, datasheet_peaks
 from roofwatch.service.core.models import Device
-from roofwatch.workers.device import is_cpu
 
 
 def peaks_for(device: Device) -> Peaks | None:

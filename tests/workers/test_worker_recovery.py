@@ -20,7 +20,8 @@ from support.environment import fresh_postgres_database
 from support.tests_support import roofwatch
 from support.worker_support import OutageProxy, PrivateRedis, WorkerProcess, suite_repo, wait_for
 
-from roofwatch.workers.device import probe, queue_name
+from roofwatch.common.task_names import queue_name
+from roofwatch.workers.device import probe
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
 

@@ -10,9 +10,10 @@ import sys
 import pytest
 
 from roofwatch.common.settings import get_worker_settings
+from roofwatch.common.task_names import queue_name
 from roofwatch.service.core.config import get_settings
 from roofwatch.workers import worker
-from roofwatch.workers.device import probe, queue_name
+from roofwatch.workers.device import probe
 
 
 def test_gpu_worker_is_named_after_its_gpu_and_serves_only_its_queue() -> None:
