@@ -15,13 +15,13 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from rich.console import Console
 
 from bench.changepoints import ceiling, histories
-from bench.changepoints.histories import KINDS, NOISE_LEVELS, STEP_SIZES, History
+from bench.changepoints.histories import KINDS, NOISE_LEVELS, STEP_SIZES, Change, History
 from bench.changepoints.report import Table, fmt, print_rich, to_markdown
 from bench.changepoints.run import DETECTORS, Job, Results, run_all, usable_detectors
 from bench.changepoints.score import DEFAULT_TOLERANCE, Score, aggregate, found
@@ -80,27 +80,26 @@ class Tally:
         return f"{self.recall(label):.2f} ({self.hit.get(label, 0)}/{self.total[label]})"
 
 
-def tally(keys: Sequence[str], series: dict[str, History], results: Results, name: str, tolerance: int) -> Tally:
+def by_size(outcomes: Iterable[tuple[Change, bool]]) -> Tally:
+    """Found / total of each (true change, found?) pair, by the change's step size."""
     hit: dict[str, int] = {}
     total: dict[str, int] = {}
-    for key in keys:
-        truth = series[key].changes
-        for change, ok in zip(truth, found(results[(name, key)].detections, [c.index for c in truth], tolerance)):
-            label = size_label(change.size)
-            total[label] = total.get(label, 0) + 1
-            hit[label] = hit.get(label, 0) + int(ok)
-    return Tally(hit, total)
-
-
-def oracle_tally(keys: Sequence[str], series: dict[str, History], tolerance: int) -> Tally:
-    """What the oracle of ``ceiling`` places within ``tolerance``, by step size (mix changes left out)."""
-    hit: dict[str, int] = {}
-    total: dict[str, int] = {}
-    for change, ok in ceiling.located([series[k] for k in keys], tolerance):
+    for change, ok in outcomes:
         label = size_label(change.size)
         total[label] = total.get(label, 0) + 1
         hit[label] = hit.get(label, 0) + int(ok)
     return Tally(hit, total)
+
+
+def tally(keys: Sequence[str], series: dict[str, History], results: Results, name: str, tolerance: int) -> Tally:
+    return by_size((change, ok) for key in keys
+                   for change, ok in zip(series[key].changes, found(results[(name, key)].detections,
+                                                                    series[key].indexes, tolerance)))
+
+
+def oracle_tally(keys: Sequence[str], series: dict[str, History], tolerance: int) -> Tally:
+    """What the oracle of ``ceiling`` places within ``tolerance``, by step size (mix changes left out)."""
+    return by_size(ceiling.located([series[k] for k in keys], tolerance))
 
 
 def score(keys: Sequence[str], series: dict[str, History], results: Results, name: str, tolerance: int) -> Score:

@@ -23,7 +23,6 @@ the embedded-or-broker choice.
 from __future__ import annotations
 
 import atexit
-import itertools
 import logging
 import threading
 from collections.abc import Callable, Hashable
@@ -48,13 +47,13 @@ class Lane:
         self._busy = False
         self._changed = threading.Condition()
         self._thread: threading.Thread | None = None
-        self._unique = itertools.count()
 
     def submit(self, work: Work, key: Hashable | None = None) -> None:
         """Run ``work`` on this lane; with a ``key`` already waiting (for the same database), only once."""
         engine = get_engine()
         with self._changed:
-            self._pending.setdefault((id(engine), next(self._unique) if key is None else key), (engine, work))
+            # Unkeyed work gets a key of its own, which no caller's key can equal.
+            self._pending.setdefault((id(engine), object() if key is None else key), (engine, work))
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._work, name=f"roofwatch-{self.name}", daemon=True)
                 self._thread.start()

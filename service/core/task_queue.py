@@ -5,9 +5,10 @@ Nothing in the service imports a task module to send work; a task is named (``Ta
 other way round. ``flows/dispatch.py`` composes chains from ``signature``; everything else sends
 with ``send``.
 
-Embedded (no broker) is decided here and nowhere else: a task runs eagerly where it is sent,
+Where a task runs without a broker is decided here and nowhere else: eagerly where it is sent,
 except those no caller may wait for (``LANE_OF``), which go to their lane of
 ``core/embedded.py`` — webhook work to the measuring lane, report deliveries to the reporter's.
+(Whether a caller then waits for a result, or checks this machine can measure, stays the caller's.)
 """
 
 from __future__ import annotations

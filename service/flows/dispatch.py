@@ -36,13 +36,9 @@ def revoke(task_id: str) -> None:
     app.control.revoke(task_id, terminate=True)
 
 
-def _signature(task: TaskName, *args: object, immutable: bool = False) -> Signature:
-    return task_queue.signature(task, *args, immutable=immutable)
-
-
 def then_report_run(run_id: int) -> Signature:
     """Show a measured push's outcome on its commit, after its analysis."""
-    return _signature(TaskName.REPORT_RUN, run_id, immutable=True)
+    return task_queue.signature(TaskName.REPORT_RUN, run_id, immutable=True)
 
 
 def measure(job: Job, queue: str, then: Signature | None = None) -> AsyncResult:
@@ -51,10 +47,10 @@ def measure(job: Job, queue: str, then: Signature | None = None) -> AsyncResult:
     Embedded, this returns once everything has run.
     """
     steps = [
-        _signature(TaskName.RUN_COMMIT, asdict(job)).set(queue=queue, task_id=task_id_for_run(job.run_id),
-                                                      link_error=_signature(TaskName.MEASURING_LOST)),
-        _signature(TaskName.INGEST),
-        _signature(TaskName.ANALYZE),
+        task_queue.signature(TaskName.RUN_COMMIT, asdict(job)).set(queue=queue, task_id=task_id_for_run(job.run_id),
+                                                      link_error=task_queue.signature(TaskName.MEASURING_LOST)),
+        task_queue.signature(TaskName.INGEST),
+        task_queue.signature(TaskName.ANALYZE),
     ]
     if then is not None:
         steps.append(then)
@@ -63,10 +59,10 @@ def measure(job: Job, queue: str, then: Signature | None = None) -> AsyncResult:
 
 def ab(job: ABJob, queue: str, then: TaskName | None) -> AsyncResult:
     """Interleave base and head, ingest the rounds, then hand the comparison id to ``then``."""
-    steps = [_signature(TaskName.RUN_AB, asdict(job)).set(queue=queue, task_id=task_id_for_comparison(job.comparison_id)),
-             _signature(TaskName.INGEST_AB)]
+    steps = [task_queue.signature(TaskName.RUN_AB, asdict(job)).set(queue=queue, task_id=task_id_for_comparison(job.comparison_id)),
+             task_queue.signature(TaskName.INGEST_AB)]
     if then is not None:
-        steps.append(_signature(then))
+        steps.append(task_queue.signature(then))
     return task_queue.send_chain(*steps)
 
 
