@@ -8,7 +8,7 @@ for each of ``--runs`` consecutive commits of a real git repository (the last co
 as slow, so the analysis has a step to find), then, each stage in a fresh child process so its
 peak memory is its own:
 
-1. **parse**: ``roofwatch.workers.results.parse_benchmark_json``, as a worker reads a suite's
+1. **parse**: ``roofwatch.result_files.suite_results.parse_benchmark_json``, as a worker reads a suite's
    result file, and the envelope written as the JSON that travels to the service;
 2. **ingest + analyse**: the envelope parsed and stored (``ingest_envelope``) into a SQLite
    database, then ``main_branch.after_run``: the run read into its history (change points,
@@ -71,7 +71,7 @@ def _peak_mb() -> float:
 
 def parse_stage(result_file: str, envelope_file: str, run_id: int, key: str, sha: str, repository: str) -> dict[str, float]:
     from roofwatch.common.envelope import DeviceInfo, Envelope, SuiteResult
-    from roofwatch.workers.results import parse_benchmark_json
+    from roofwatch.result_files.suite_results import parse_benchmark_json
 
     started = time.perf_counter()
     measurements = parse_benchmark_json(Path(result_file))
@@ -136,10 +136,10 @@ def main(argv: list[str] | None = None) -> int:
         data_dir = work / "data"
         os.environ["ROOFWATCH_DATA_DIR"] = str(data_dir)
         os.environ.pop("ROOFWATCH_DATABASE_URL", None)
+        from roofwatch.git import checkout
         from roofwatch.service.core.db import migrate, session_scope
         from roofwatch.service.records.repositories import register
         from roofwatch.service.records.runs import create_run, upsert_commit
-        from roofwatch.workers import checkout
 
         repo = work / "repo"
         repo.mkdir()

@@ -31,8 +31,8 @@ from rich.console import Console
 from rich.table import Table
 
 from roofwatch.common.envelope import MeasurementRecord
+from roofwatch.result_files.suite_results import parse_benchmark_json, parse_junit
 from roofwatch.roofline import RooflineError, compute_roof, roofline_fraction
-from roofwatch.workers.results import parse_benchmark_json, parse_junit
 
 ROOT = Path(__file__).resolve().parents[1]
 MEMORY_BOUND = ("copy", "add", "softmax", "rmsnorm", "layernorm", "swiglu", "rotary", "cross_entropy",

@@ -7,8 +7,8 @@
 Four measurements, on this repository and its own suites (``[[tool.roofwatch.suites]]`` in
 pyproject.toml):
 
-1. **Warm checkout.** ``roofwatch.workers.checkout.ensure_mirror`` on a mirror that is already cloned
-   (an incremental fetch that finds nothing new), then ``roofwatch.workers.checkout.worktree`` added at
+1. **Warm checkout.** ``roofwatch.git.checkout.ensure_mirror`` on a mirror that is already cloned
+   (an incremental fetch that finds nothing new), then ``roofwatch.git.checkout.worktree`` added at
    HEAD and removed. The cold clone is timed once, for context: from the path (git hardlinks
    the objects) and from a ``file://`` URL (git packs and sends them, as from a remote, less the
    network).
@@ -70,18 +70,19 @@ from sqlalchemy.engine import Engine, make_url
 from sqlmodel import Session, select
 
 from bench.dashboard.workload import DTYPES, ELEMENT_BYTES, FLEET, IMPLS, OPS, Spec, noise_sigma, typical_seconds
+from roofwatch.common.device import fingerprint, probe
 from roofwatch.common.envelope import DeviceInfo, Envelope, MeasurementRecord, SuiteResult
 from roofwatch.common.jobs import Job
 from roofwatch.common.task_names import queue_name
+from roofwatch.common.vocabulary import TERMINAL_STATES
+from roofwatch.git import checkout
 from roofwatch.service.core.db import make_engine, migrate, session_scope
 from roofwatch.service.core.models import Commit, Repository, Run
-from roofwatch.service.core.vocabulary import TERMINAL_STATES
 from roofwatch.service.github.signature import sign
 from roofwatch.service.records.ingest import ingest_envelope, parse_envelope
 from roofwatch.service.records.repositories import register
 from roofwatch.service.records.runs import create_run, upsert_commit
-from roofwatch.workers import checkout, runner, sandbox
-from roofwatch.workers.device import fingerprint, probe
+from roofwatch.workers import runner, sandbox
 from roofwatch.workers.runner import run_job
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -311,7 +312,7 @@ def benchmark_specs(count: int) -> list[Spec]:
 
 
 def measurement_record(spec: Spec, rng: np.random.Generator) -> MeasurementRecord:
-    """What ``roofwatch.workers.results.parse_benchmark_json`` makes of one pytest-benchmark entry of this series."""
+    """What ``roofwatch.result_files.suite_results.parse_benchmark_json`` makes of one pytest-benchmark entry of this series."""
     seconds = typical_seconds(spec, FLEET, rng)
     n = int(rng.choice(SAMPLE_COUNTS))
     samples = seconds * np.exp(rng.normal(0.0, noise_sigma(seconds, rng), n))

@@ -4,7 +4,7 @@
                              [--markdown FILE]
 
 Each simulated comparison measures ``B`` benchmarks in interleaved rounds exactly as the worker
-does (``roofwatch.service.analysis.abtest``: at least 3 rounds, a round added while any
+does (``roofwatch.ab.abtest``: at least 3 rounds, a round added while any
 benchmark is undecided and could still be decided, up to ``R``). A process's value is the
 benchmark's true level times ``exp(noise)``, the noise drawn independently per process from
 one of three kinds, at a relative size of 1–50 %:
@@ -33,7 +33,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from roofwatch.service.analysis import abtest
+from roofwatch.ab import abtest
 
 KINDS = ("normal", "heavy", "bimodal")
 SIZES = (0.01, 0.02, 0.05, 0.10, 0.20, 0.50)

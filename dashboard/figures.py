@@ -10,6 +10,7 @@ from typing import Any
 import plotly.io as pio
 from markupsafe import Markup
 
+from roofwatch.common.vocabulary import CLOSED_STATES
 from roofwatch.dashboard.downsampling import downsample
 from roofwatch.dashboard.escaping import plotly_text
 from roofwatch.dashboard.metrics import Metric
@@ -24,7 +25,7 @@ WEBGL_ABOVE = 1_000
 MAX_POINTS = 1_500
 CHANGE_COLORS = {"perf-regression": "#d62728", "perf-improvement": "#2ca02c",
                  "correctness-failure": "#9467bd", "numerics-drift": "#ff7f0e"}
-TRIAGED = ("expected", "invalid", "fixed")
+EVENT_COLOR = "#7f7f7f"  # a benchmark-files event: the benchmark changed there, not a verdict on the kernel
 # Series colours: Plotly's palette without its reds and greens, which mark regressions and improvements.
 SERIES_COLORS = ("#636efa", "#ab63fa", "#ffa15a", "#19d3f3", "#8c564b", "#ff97ff", "#fecb52", "#7f7f7f")
 
@@ -134,7 +135,7 @@ def _change_label(change: dict[str, Any], devices: int, metric: Metric) -> str:
     said = change_text(change["change_pct"], metric.kind)
     pct = f" {said}" if said else ""
     where = f" on {change['device_class']}" if devices > 1 else ""
-    state = f" · {change['state']}" if change["state"] in TRIAGED else ""
+    state = f" · {change['state']}" if change["state"] in CLOSED_STATES else ""
     return f"{change['kind']}{pct}{where}{state}"
 
 
@@ -151,7 +152,7 @@ def _change_marks(series: Sequence[Series], changes: Sequence[dict[str, Any]], x
         if x is None:
             continue
         color = CHANGE_COLORS.get(change["kind"], "#555")
-        triaged = change["state"] in TRIAGED
+        triaged = change["state"] in CLOSED_STATES
         label = _change_label(change, devices, metric)
         shapes.append({"type": "line", "x0": x, "x1": x, "xref": "x", "y0": 0, "y1": 1, "yref": "paper",
                        "line": {"color": color, "width": 1, "dash": "dot" if triaged else "dash"},
@@ -172,6 +173,21 @@ def _change_marks(series: Sequence[Series], changes: Sequence[dict[str, Any]], x
         "marker": {"color": marks["color"], "symbol": marks["symbol"], "size": 12, "line": {"width": 2}},
     }] if marks["x"] else []
     return shapes, annotations, traces
+
+
+def _event_marks(events: Sequence[dict[str, Any]], x_of: dict[int, int]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Per benchmark-files event: a grey dotted line over both panels and its label at the foot of the chart."""
+    shapes, annotations = [], []
+    for event in events:
+        x = x_of.get(event["commit_id"])
+        if x is None:
+            continue
+        shapes.append({"type": "line", "x0": x, "x1": x, "xref": "x", "y0": 0, "y1": 1, "yref": "paper",
+                       "line": {"color": EVENT_COLOR, "width": 1, "dash": "dot"}, "opacity": 0.9})
+        annotations.append({"x": x, "y": 0, "xref": "x", "yref": "paper", "yanchor": "bottom", "xanchor": "left",
+                            "showarrow": False, "text": plotly_text(event["label"]),
+                            "font": {"color": EVENT_COLOR, "size": 10}})
+    return shapes, annotations
 
 
 def _ticks(commits: Sequence[dict[str, Any]], most: int = 12) -> tuple[list[int], list[str]]:
@@ -204,8 +220,12 @@ def _axes(panels: int, commits: Sequence[dict[str, Any]], metric: Metric) -> dic
 
 
 def benchmark_figure(series: Sequence[Series], changes: Sequence[dict[str, Any]], metric: Metric,
-                     max_points: int | None = None) -> tuple[dict[str, Any], list[Drawn]]:
+                     max_points: int | None = None,
+                     events: Sequence[dict[str, Any]] = ()) -> tuple[dict[str, Any], list[Drawn]]:
     """Two panels on one commit axis — the metric per series, % of roofline below — changes marked.
+
+    ``events``: benchmark-files events (``commit_id``, ``label``), each a grey dotted line; its
+    point is always drawn, as a change's is.
 
     Without any % of roofline (no device peaks known) the lower panel would be an empty box, so the
     figure is the upper panel alone. Points carry their run id as ``customdata`` so a click can open
@@ -214,12 +234,14 @@ def benchmark_figure(series: Sequence[Series], changes: Sequence[dict[str, Any]]
     """
     commits = commit_axis(series)
     x_of = {c["commit_id"]: i for i, c in enumerate(commits)}
-    keep_commits = {c["commit_id"] for c in changes if c["commit_id"] is not None}
+    keep_commits = {c["commit_id"] for c in [*changes, *events] if c["commit_id"] is not None}
     colors = [SERIES_COLORS[i % len(SERIES_COLORS)] for i in range(len(series))]
     built = [_series_traces(s, x_of, keep_commits, metric, max_points or MAX_POINTS, color)
              for s, color in zip(series, colors)]
     panels = 2 if any(len(traces) > 1 for traces, _ in built) else 1
     shapes, annotations, marks = _change_marks(series, changes, x_of, metric)
+    event_shapes, event_annotations = _event_marks(events, x_of)
+    shapes, annotations = [*event_shapes, *shapes], [*event_annotations, *annotations]
     layout = {
         "height": 560 if panels == 2 else 400, "margin": {"l": 60, "r": 20, "t": 30, "b": 50},
         "hovermode": "closest", "template": _template(), "legend": {"orientation": "h", "y": -0.12},

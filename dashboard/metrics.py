@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any, Literal
 
-from roofwatch.service.analysis import abtest
+from roofwatch.ab import abtest
+from roofwatch.common.vocabulary import PERFORMANCE_KINDS
 from roofwatch.service.core.models import Benchmark
 from roofwatch.service.core.units import metric_kind
 
@@ -76,8 +77,12 @@ def higher_is_better(kind: Kind, benchmark: Benchmark) -> bool:
     return kind in ("flops", "bytes") or (kind == "raw" and benchmark.higher_is_better)
 
 
-def _scale(kind: Kind, largest: float) -> tuple[float, str]:
-    ladder = _LADDERS.get(kind)
+# A benchmark in bytes (a peak-memory benchmark, unit "B") reads in binary multiples, as allocators count.
+_SIZES = ((2.0**40, "TiB"), (2.0**30, "GiB"), (2.0**20, "MiB"), (2.0**10, "KiB"), (1.0, "B"))
+
+
+def _scale(kind: Kind, largest: float, raw_unit: str = "") -> tuple[float, str]:
+    ladder = _SIZES if kind == "raw" and raw_unit == "B" else _LADDERS.get(kind)
     if ladder is None:
         return 1.0, ""
     for size, unit in ladder:
@@ -89,7 +94,7 @@ def _scale(kind: Kind, largest: float) -> tuple[float, str]:
 
 def metric(kind: Kind, benchmark: Benchmark, observed: Sequence[float | None]) -> Metric:
     """One unit for a whole chart, chosen so its largest value reads as a number ≥ 1."""
-    scale, unit = _scale(kind, max((v for v in observed if v is not None), default=0.0))
+    scale, unit = _scale(kind, max((v for v in observed if v is not None), default=0.0), benchmark.unit)
     return Metric(kind, unit or benchmark.unit, scale, higher_is_better(kind, benchmark))
 
 
@@ -97,7 +102,7 @@ def human(kind: Kind, value: float | None, raw_unit: str = "") -> str:
     """One value in the unit that reads best for it: ``41.2 GB/s``, ``12.3 µs``."""
     if value is None:
         return ""
-    scale, unit = _scale(kind, abs(value))
+    scale, unit = _scale(kind, abs(value), raw_unit)
     return f"{value * scale:.3g} {unit or raw_unit}".strip()
 
 
@@ -147,7 +152,7 @@ def trend_view(delta_pct: float | None, noise: float | None, history: int, highe
     worse = delta_pct < 0 if higher_better else delta_pct > 0
     # A confirmed change colours the trend that shows it: same direction, more than noise. A change
     # at the far end of the window leaves the latest value level with the median, which is not news.
-    if detected in ("perf-regression", "perf-improvement") and worse == (detected == "perf-regression") \
+    if detected in PERFORMANCE_KINDS and worse == (detected == "perf-regression") \
             and abs(delta_pct) > max(1.0, noise or 0.0):
         css = "dir-regression" if worse else "dir-improvement"
         return TrendView(css, f"a confirmed {detected} lies in this window")

@@ -17,11 +17,12 @@ from sqlalchemy import ColumnElement, func
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
+from roofwatch.common.vocabulary import HEAD_TRIGGERS, OPEN_STATES, PERFORMANCE_KINDS, ChangeKind
 from roofwatch.dashboard.filters import Filters
-from roofwatch.service.core.models import Benchmark, Change, Commit, Measurement, Repository, Run
+from roofwatch.service.core.models import Benchmark, Change, Commit, Measurement, Repository, Run, SuiteExecution
 from roofwatch.service.core.units import metric_kind
-from roofwatch.service.core.vocabulary import HEAD_TRIGGERS, OPEN_STATES
-from roofwatch.service.records.changes import shown
+from roofwatch.service.records.changes import members, shown, test_name
+from roofwatch.service.records.runs import drawn_runs, on_default_branch
 
 # How many recent runs per wanted point the overview looks at first: room for a few device classes
 # (each measured by its own runs) and re-runs of a commit before a series falls back to its history.
@@ -68,7 +69,7 @@ def _point(row: Any) -> dict[str, Any]:
 def _trend_runs(query: Any) -> Any:
     return (query.join(Run, col(Measurement.run_id) == col(Run.id))
             .join(Commit, col(Run.commit_id) == col(Commit.id))
-            .where(col(Run.trigger) != "pull_request"))
+            .where(drawn_runs()))
 
 
 def benchmark_page(session: Session, filters: Filters, page: int, per_page: int) -> tuple[list[Benchmark], int]:
@@ -109,7 +110,7 @@ def _newest_runs(session: Session, benchmark_ids: Sequence[int], count: int) -> 
         col(Benchmark.id).in_(benchmark_ids)).distinct()).scalars().all()
     runs: list[int] = []
     for repository in repositories:
-        runs += [row.run_id for row in _newest_branch_runs(session, repository, count, col(Run.trigger) != "pull_request")]
+        runs += [row.run_id for row in _newest_branch_runs(session, repository, count, drawn_runs())]
     return runs
 
 
@@ -147,9 +148,6 @@ def _ranked_points(session: Session, benchmark_ids: Sequence[int], limit: int,
     return dict(points)
 
 
-PERF_KINDS = ("perf-regression", "perf-improvement")
-
-
 def detected_in_windows(session: Session, windows: dict[int, list[dict[str, Any]]]) -> dict[int, str]:
     """The kind of a confirmed performance change each benchmark has inside its window of points.
 
@@ -160,7 +158,7 @@ def detected_in_windows(session: Session, windows: dict[int, list[dict[str, Any]
     if not windows:
         return {}
     query = select(Change).where(col(Change.benchmark_id).in_(list(windows)), shown(),
-                                 col(Change.kind).in_(PERF_KINDS), col(Change.state) != "invalid")
+                                 col(Change.kind).in_(PERFORMANCE_KINDS), col(Change.state) != "invalid")
     found: dict[int, str] = {}
     for change in session.exec(query.order_by(col(Change.id))).all():
         points = windows[change.benchmark_id]  # type: ignore[index]
@@ -193,7 +191,7 @@ def confirmed_between(session: Session, repository_id: int | None,
     changes = session.execute(
         sa_select(col(Change.benchmark_id), col(Change.kind), col(Commit.position))
         .join(Commit, col(Change.first_bad_commit_id) == col(Commit.id))
-        .where(col(Change.benchmark_id).in_(list(spans)), shown(), col(Change.kind).in_(PERF_KINDS),
+        .where(col(Change.benchmark_id).in_(list(spans)), shown(), col(Change.kind).in_(PERFORMANCE_KINDS),
                col(Change.state) != "invalid",
                col(Commit.position) > min(position.values()), col(Commit.position) <= max(position.values()))
         .order_by(col(Change.id))).all()
@@ -271,6 +269,7 @@ def _change_row(change: Change, device_class: str | None, sha: str | None, kind:
         "range": None if sha else f"{change.range_start_sha or ''}..{change.range_end_sha or ''}",
         "change_pct": change.change_pct, "ci_low": change.ci_low, "ci_high": change.ci_high,
         "device_class": device_class, "test_id": change.test_id, "suite": change.suite, "metric_kind": kind,
+        "tests": members(change) if change.kind == ChangeKind.CORRECTNESS_FAILURE else [],
     }
 
 
@@ -298,7 +297,7 @@ def open_changes(session: Session, filters: Filters, limit: int) -> tuple[list[d
     for change, repository, name, device_class, sha, *work in session.execute(
             query.order_by(col(Change.id).desc()).limit(limit)):
         row = _change_row(change, device_class, sha, metric_of(*work))
-        row.update(repository=repository, benchmark=name or change.test_id or "")
+        row.update(repository=repository, benchmark=name or test_name(change.test_id, change.details))
         rows.append(row)
     return rows, int(total)
 
@@ -340,9 +339,18 @@ def _head_runs(session: Session) -> list[dict[str, Any]]:
     heads = []
     for repository in session.execute(sa_select(col(Repository.id))).scalars():
         heads += [_point(row) for row in _newest_branch_runs(
-            session, repository, 1, col(Run.trigger).in_(HEAD_TRIGGERS), columns=columns)]
+            session, repository, 1, col(Run.trigger).in_(HEAD_TRIGGERS), on_default_branch(), columns=columns)]
     return heads
 
 
 def repository_id(session: Session, full_name: str) -> int | None:
     return session.exec(select(Repository.id).where(Repository.full_name == full_name)).first()
+
+
+def latest_environment(session: Session, benchmark: Benchmark) -> dict[str, Any]:
+    """The commit's own environment the newest measurement of ``benchmark`` ran in ({} when its suite
+    ran on the worker's interpreter)."""
+    row = session.exec(select(SuiteExecution.environment).join(Measurement, col(Measurement.run_id) == col(SuiteExecution.run_id))
+                       .where(Measurement.benchmark_id == benchmark.id, SuiteExecution.name == benchmark.suite)
+                       .order_by(col(Measurement.id).desc()).limit(1)).first()
+    return dict(row or {})

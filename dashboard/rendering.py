@@ -13,8 +13,10 @@ from markupsafe import Markup
 from roofwatch.dashboard.escaping import script_json
 from roofwatch.dashboard.figures import PLOT_CONFIG
 from roofwatch.dashboard.metrics import human
+from roofwatch.service.analysis.failure_groups import parametrization
+from roofwatch.service.core.reports import failing_tests
 from roofwatch.service.core.requests import csp_nonce
-from roofwatch.service.core.units import change_text, interval_text
+from roofwatch.service.core.units import change_text, interval_text, level_text
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
@@ -41,6 +43,10 @@ TEMPLATES.env.filters["flop_rate"] = lambda value: human("flops", value)
 # A detected change in the metric its benchmark's chart plots, with that line's sign.
 TEMPLATES.env.globals["change_said"] = change_text
 TEMPLATES.env.globals["interval_said"] = interval_text
+TEMPLATES.env.globals["level_said"] = level_text  # a confidence as its label says it: "99 %"
+# A new failure or a correctness change stands for its test function's failing parametrizations.
+TEMPLATES.env.globals["failing_tests"] = failing_tests
+TEMPLATES.env.globals["parametrization"] = parametrization
 
 
 def chart_json(figure: dict[str, Any]) -> Markup:

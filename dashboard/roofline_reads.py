@@ -4,9 +4,10 @@ Sized for a thousand benchmarks times thousands of commits: the points come from
 (the highest run id per benchmark, joined back to its measurement), never a query per
 benchmark, and only the columns the chart needs are read (``Measurement.samples`` can be large).
 
-Runs triggered by pull requests and bisection are left out everywhere here: a pull request's
-head is not the branch, and bisection re-measures old commits under new run ids, so either
-would pass for "the latest" when it is not.
+Runs triggered by pull requests and bisection are left out everywhere here, and so are runs of
+commits off the default branch: a pull request's head or a branch is not the branch, and
+bisection re-measures old commits under new run ids, so any would pass for "the latest" when it
+is not.
 """
 
 from __future__ import annotations
@@ -23,10 +24,9 @@ from roofwatch.dashboard.filters import Filters
 from roofwatch.dashboard.roofline_chart import KernelPoint
 from roofwatch.roofline import Peaks
 from roofwatch.service.core.models import Benchmark, Commit, Device, LatestMeasurement, Measurement, Repository, Run
-from roofwatch.service.core.vocabulary import LATEST_EXCLUDED_TRIGGERS
 from roofwatch.service.records.roofline import peaks_for
+from roofwatch.service.records.runs import latest_runs
 
-EXCLUDED_TRIGGERS = LATEST_EXCLUDED_TRIGGERS
 # Longest run id taken as an id rather than a SHA prefix; keeps huge digit strings off the database.
 MAX_RUN_ID_DIGITS = 15
 MIN_SHA_PREFIX = 4
@@ -59,8 +59,7 @@ class Roofs:
 def default_device(session: Session, repo: str = "") -> str | None:
     """The device class of the newest run that stored measurements."""
     query = (select(Device.device_class).join(Run, col(Run.device_id) == col(Device.id))
-             .where(exists().where(col(Measurement.run_id) == col(Run.id)),
-                    col(Run.trigger).not_in(EXCLUDED_TRIGGERS)))
+             .where(exists().where(col(Measurement.run_id) == col(Run.id)), latest_runs()))
     if repo:
         query = query.where(col(Run.repository_id).in_(select(Repository.id).where(Repository.full_name == repo)))
     return session.exec(query.order_by(col(Run.id).desc()).limit(1)).first()
@@ -89,8 +88,7 @@ def roofs(session: Session, device_class: str) -> Roofs:
 def _branch_runs_on(device_class: str, repo: str) -> list[ColumnElement[bool]]:
     """Conditions on ``Run``: branch runs on ``device_class`` (in ``repo``) that stored measurements."""
     conditions = [col(Run.device_id).in_(select(Device.id).where(Device.device_class == device_class)),
-                  col(Run.trigger).not_in(EXCLUDED_TRIGGERS),
-                  exists().where(col(Measurement.run_id) == col(Run.id))]
+                  latest_runs(), exists().where(col(Measurement.run_id) == col(Run.id))]
     if repo:
         conditions.append(col(Run.repository_id).in_(select(Repository.id).where(Repository.full_name == repo)))
     return conditions
@@ -171,7 +169,7 @@ def latest_points(session: Session, filters: Filters, device_class: str, upto: i
         .where(col(Measurement.run_id) == upto, col(Benchmark.id).in_(plottable))).all()
     points = [KernelPoint(*row) for row in at_run if row.median > 0]
     measured_there = col(Benchmark.id).in_(sa_select(col(Measurement.benchmark_id)).where(col(Measurement.run_id) == upto))
-    skipped = select(Run.id).where(col(Run.trigger).in_(EXCLUDED_TRIGGERS))
+    skipped = select(Run.id).where(~latest_runs())
     newest = (sa_select(col(Measurement.run_id))
               .where(col(Measurement.benchmark_id) == col(Benchmark.id), col(Measurement.run_id).not_in(skipped)))
     newest = newest.where(col(Measurement.run_id) <= upto)

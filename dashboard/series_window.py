@@ -28,10 +28,9 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col
 
 from roofwatch.service.core.models import Commit, LatestMeasurement, Measurement, Run
+from roofwatch.service.records.runs import drawn_runs
 
 DEFAULT_COMMITS = 1_000
-# Pull-request heads may never land: they are not on a trend (as everywhere on the dashboard).
-OFF_BRANCH = "pull_request"
 # Beyond this many run ids a window is read as one index range (SQLite caps bound parameters).
 MAX_PROBED_RUNS = 10_000
 
@@ -79,8 +78,7 @@ def bounds(session: Session, repository_id: int, benchmark_ids: Sequence[int]) -
 def _newest_branch_position(session: Session, repository_id: int) -> int | None:
     return session.execute(
         sa_select(col(Commit.position)).join(Run, col(Run.commit_id) == col(Commit.id))
-        .where(col(Commit.repository_id) == repository_id, col(Commit.position).is_not(None),
-               col(Run.trigger) != OFF_BRANCH)
+        .where(col(Commit.repository_id) == repository_id, col(Commit.position).is_not(None), drawn_runs())
         .order_by(col(Commit.position).desc()).limit(1)).scalar_one_or_none()
 
 
@@ -90,7 +88,7 @@ def _first_position(session: Session, benchmark_id: int) -> int | None:
         sa_select(col(Commit.position)).select_from(Measurement)
         .join(Run, col(Run.id) == col(Measurement.run_id))
         .join(Commit, col(Commit.id) == col(Run.commit_id))
-        .where(col(Measurement.benchmark_id) == benchmark_id, col(Run.trigger) != OFF_BRANCH,
+        .where(col(Measurement.benchmark_id) == benchmark_id, drawn_runs(),
                col(Commit.position).is_not(None))
         .order_by(col(Measurement.run_id)).limit(1)).scalar_one_or_none()
 
@@ -115,7 +113,7 @@ def _window_runs(session: Session, repository_id: int, window: Window) -> dict[i
         sa_select(col(Run.id).label("run_id"), col(Commit.id).label("commit_id"),
                   col(Commit.position).label("position"), col(Commit.sha).label("sha"))
         .join(Commit, col(Run.commit_id) == col(Commit.id))
-        .where(col(Commit.repository_id) == repository_id, col(Run.trigger) != OFF_BRANCH, _in_window(window)))
+        .where(col(Commit.repository_id) == repository_id, drawn_runs(), _in_window(window)))
     return {row.run_id: dict(row._mapping) for row in rows}
 
 

@@ -175,11 +175,13 @@ def _attn_fwd_kernel(
 ):
     # The diagonal stage starts at start_m * BLOCK_M, which must begin a key block.
     tl.static_assert(BLOCK_M % BLOCK_N == 0)
-    start_m = tl.program_id(0)
+    # Batch × heads runs along the grid's x axis: y and z stop at 65,535 blocks, which 2,048 × 32
+    # heads already pass, while x reaches 2**31 - 1.
+    start_m = tl.program_id(1)
     if CAUSAL:
         # Row blocks further down see more keys; launching them first keeps the last wave short.
-        start_m = tl.num_programs(0) - 1 - start_m
-    off_hz = tl.program_id(1)
+        start_m = tl.num_programs(1) - 1 - start_m
+    off_hz = tl.program_id(0)
     off_z = (off_hz // num_heads).to(tl.int64)
     off_h = (off_hz % num_heads).to(tl.int64)
     q_base = q_ptr + off_z * stride_qz + off_h * stride_qh
@@ -304,7 +306,7 @@ def attention(
     if o.numel() > 0:
 
         def grid(meta: dict) -> tuple[int, int]:
-            return (triton.cdiv(seq_len, meta["BLOCK_M"]), batch * heads)
+            return (batch * heads, triton.cdiv(seq_len, meta["BLOCK_M"]))
 
         _attn_fwd_kernel[grid](
             q, k, v, o, lse, sm_scale,

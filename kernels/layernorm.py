@@ -12,13 +12,16 @@ As in the softmax, a row that fits in ``MAX_FUSED_COLS`` is held in one block (o
 ``x``); a longer row is streamed in ``LOOPED_BLOCK`` chunks (three reads, as in the Triton
 layer-norm tutorial; the second and third come from L2). Accumulation is always fp32.
 
-The backward runs one program per group of rows (one per SM on a GPU, as Liger-Kernel does):
-each program writes ``dx`` for its rows and fp32 partial sums of ``dweight`` and ``dbias``
-over them, and the host adds the partials. No atomics are used, so for a given device and
-shape the result is bit-for-bit reproducible from run to run.
+The backward runs one program per group of rows (as Liger-Kernel does): each program writes
+``dx`` for its rows and fp32 partial sums of ``dweight`` and ``dbias`` over them, and the host
+adds the partials. No atomics are used, so for a given device and shape the result is
+bit-for-bit reproducible from run to run. As in the RMSNorm backward (``kernels/rmsnorm.py``,
+whose docstring says why), the row loop is software-pipelined so that the next rows' loads are
+in flight while one row is reduced, with as many programs per SM as their registers allow.
 """
 
 import math
+from dataclasses import dataclass
 
 import torch
 import triton
@@ -26,6 +29,8 @@ import triton.language as tl
 
 __all__ = [
     "CPU_BACKWARD_PROGRAMS",
+    "BackwardLaunch",
+    "backward_launch",
     "LOOPED_BLOCK",
     "MAX_FUSED_COLS",
     "SUPPORTED_DTYPES",
@@ -50,6 +55,13 @@ LOOPED_BLOCK = 2048
 # Under the interpreter there are no SMs to fill; a few programs over an uneven number of
 # rows still exercise the row-range logic (a last program with fewer rows).
 CPU_BACKWARD_PROGRAMS = 4
+# The backward's row loop keeps STAGES - 1 rows of grad_out and x in flight in shared memory;
+# at most this many bytes per program, so two programs still share an SM of 100 KiB (sm_86).
+BACKWARD_PREFETCH_BYTES = 64 * 1024
+MAX_BACKWARD_STAGES = 3
+# A program of the fused backward holds ~16 fp32 values of each live row per thread (~128
+# registers): 16 warps fill an SM's 64 Ki registers once, 8 warps twice, 4 warps four times.
+MAX_PROGRAMS_PER_SM = 4
 
 
 @triton.jit
@@ -157,6 +169,7 @@ def _layernorm_backward_fused_kernel(
     n_cols,
     rows_per_program,
     BLOCK: tl.constexpr,
+    STAGES: tl.constexpr,
 ):
     # int64 so that the row loop's offsets (row * stride) cannot overflow.
     pid = tl.program_id(0).to(tl.int64)
@@ -168,7 +181,8 @@ def _layernorm_backward_fused_kernel(
     # This program's shares of dweight and dbias stay in registers across all of its rows.
     dw = tl.zeros([BLOCK], dtype=tl.float32)
     db = tl.zeros([BLOCK], dtype=tl.float32)
-    for row in range(row_start, row_end):
+    # Pipelined: the next rows' g and x are loading while this one is reduced.
+    for row in tl.range(row_start, row_end, num_stages=STAGES):
         g = tl.load(g_ptr + row * g_row_stride + cols, mask=mask, other=0.0).to(tl.float32)
         x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=0.0).to(tl.float32)
         mean = tl.load(mean_ptr + row)
@@ -203,26 +217,30 @@ def _layernorm_backward_looped_kernel(
     n_cols,
     rows_per_program,
     BLOCK: tl.constexpr,
+    STAGES: tl.constexpr,
 ):
     pid = tl.program_id(0).to(tl.int64)
     row_start = pid * rows_per_program
     row_end = tl.minimum(row_start + rows_per_program, n_rows)
     offsets = tl.arange(0, BLOCK)
     # A whole row of dweight does not fit in registers: this program accumulates into its
-    # own fp32 rows of the (zero-initialized) partial buffers, which no other program touches.
+    # own fp32 rows of the partial buffers, which no other program touches. Its first row
+    # stores without reading (``summed`` columns hold a sum), so no zeroing pass is needed.
     dw_row = dw_partial_ptr + pid * n_cols
     db_row = db_partial_ptr + pid * n_cols
     for row in range(row_start, row_end):
+        summed = tl.where(row > row_start, n_cols, 0)
         g_row = g_ptr + row * g_row_stride
         x_row = x_ptr + row * x_row_stride
         dx_row = dx_ptr + row * dx_row_stride
         mean = tl.load(mean_ptr + row)
         rstd = tl.load(rstd_ptr + row)
 
-        # Pass 1: both means need the whole row before any dx is known.
+        # Pass 1: both means need the whole row before any dx is known. Both passes are
+        # pipelined over the row's chunks; the second pass finds the row in L2.
         acc_xhat = tl.zeros([BLOCK], dtype=tl.float32)
         acc_one = tl.zeros([BLOCK], dtype=tl.float32)
-        for start in range(0, n_cols, BLOCK):
+        for start in tl.range(0, n_cols, BLOCK, num_stages=STAGES):
             cols = start + offsets
             mask = cols < n_cols
             g = tl.load(g_row + cols, mask=mask, other=0.0).to(tl.float32)
@@ -235,7 +253,7 @@ def _layernorm_backward_looped_kernel(
         c_one = tl.sum(acc_one, axis=0) / n_cols
 
         # Pass 2: dx and this row's dweight and dbias contributions.
-        for start in range(0, n_cols, BLOCK):
+        for start in tl.range(0, n_cols, BLOCK, num_stages=STAGES):
             cols = start + offsets
             mask = cols < n_cols
             g = tl.load(g_row + cols, mask=mask, other=0.0).to(tl.float32)
@@ -244,9 +262,9 @@ def _layernorm_backward_looped_kernel(
             xhat = (x - mean) * rstd
             dx = rstd * (w * g - c_one - xhat * c_xhat)
             tl.store(dx_row + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask)
-            dw = tl.load(dw_row + cols, mask=mask, other=0.0)
+            dw = tl.load(dw_row + cols, mask=cols < summed, other=0.0)
             tl.store(dw_row + cols, dw + g * xhat, mask=mask)
-            db = tl.load(db_row + cols, mask=mask, other=0.0)
+            db = tl.load(db_row + cols, mask=cols < summed, other=0.0)
             tl.store(db_row + cols, db + g, mask=mask)
 
 
@@ -259,18 +277,56 @@ def _num_warps(block: int) -> int:
     return 4
 
 
-def backward_slots(device: torch.device) -> int:
-    """The most programs the backward launches on ``device`` (each writes one partial row)."""
+@dataclass(frozen=True)
+class BackwardLaunch:
+    """How the backward runs: which kernel, its block and warps, pipeline depth, programs per SM.
+
+    ``fused`` holds a whole row in one block of ``block`` columns; otherwise the row is streamed
+    in ``block``-column chunks. ``stages`` is the row loop's (or, streamed, the chunk loop's)
+    ``num_stages``: 1 loads in the loop body, ``s`` keeps ``s - 1`` iterations' loads in flight.
+    At most ``programs_per_sm`` programs per SM are launched (each writes one partial row of
+    ``dweight`` and of ``dbias``), fewer when there are fewer rows.
+    """
+
+    fused: bool
+    block: int
+    num_warps: int
+    stages: int
+    programs_per_sm: int
+
+
+def backward_launch(cols: int, dtype: torch.dtype) -> BackwardLaunch:
+    """The backward's launch for rows of ``cols`` elements of ``dtype``."""
+    if cols <= MAX_FUSED_COLS:
+        block = triton.next_power_of_2(cols)
+        num_warps = _num_warps(block)
+        in_flight = 2 * block * dtype.itemsize  # one row of grad_out and of x
+        programs_per_sm = max(1, min(MAX_PROGRAMS_PER_SM, 16 // num_warps))
+        return BackwardLaunch(True, block, num_warps, _stages(in_flight), programs_per_sm)
+    # A chunk of grad_out, x and weight, and of the two fp32 partial rows.
+    in_flight = LOOPED_BLOCK * (3 * dtype.itemsize + 8)
+    # Each program's partial rows stay in L2 while it walks its rows; two per SM keep the SM
+    # busy while one waits, and their partial rows (2 x 2 x SMs x cols x 4 bytes) stay a
+    # small share of L2.
+    return BackwardLaunch(False, LOOPED_BLOCK, _num_warps(LOOPED_BLOCK), _stages(in_flight), 2)
+
+
+def _stages(in_flight_per_stage: int) -> int:
+    return max(1, min(MAX_BACKWARD_STAGES, 1 + BACKWARD_PREFETCH_BYTES // in_flight_per_stage))
+
+
+def backward_slots(device: torch.device, launch: BackwardLaunch | None = None) -> int:
+    """The most programs the backward launches on ``device`` (each writes one partial row):
+    with ``launch``, for it; without, for any launch."""
     if device.type == "cuda":
-        # One program per SM: enough to fill the GPU, few enough that the host-side sum
-        # over the partials stays small next to the row traffic.
-        return torch.cuda.get_device_properties(device).multi_processor_count
+        per_sm = MAX_PROGRAMS_PER_SM if launch is None else launch.programs_per_sm
+        return per_sm * torch.cuda.get_device_properties(device).multi_processor_count
     return CPU_BACKWARD_PROGRAMS
 
 
-def _backward_programs(rows: int, device: torch.device) -> tuple[int, int]:
+def _backward_programs(rows: int, device: torch.device, launch: BackwardLaunch) -> tuple[int, int]:
     """``(programs, rows_per_program)`` for the backward; no program is left without rows."""
-    rows_per_program = triton.cdiv(rows, min(rows, backward_slots(device)))
+    rows_per_program = triton.cdiv(rows, min(rows, backward_slots(device, launch)))
     return triton.cdiv(rows, rows_per_program), rows_per_program
 
 
@@ -371,6 +427,8 @@ def layernorm_backward(
     mean: torch.Tensor,
     rstd: torch.Tensor,
     dx: torch.Tensor | None = None,
+    *,
+    launch: BackwardLaunch | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Gradients of ``layernorm`` with respect to ``x``, ``weight`` and ``bias``.
 
@@ -379,6 +437,9 @@ def layernorm_backward(
         x, weight: the forward's inputs (the bias does not enter any gradient).
         mean, rstd: the ``(rows,)`` fp32 tensors ``layernorm_forward`` returned for ``x``.
         dx: optional tensor shaped like ``x`` that receives the input gradient.
+        launch: how to run it; ``backward_launch`` for the row length when omitted. Any
+            launch gives the same ``dx``; ``dweight`` and ``dbias`` are summed in another
+            order when the number of programs differs.
 
     Returns:
         ``(dx, dweight, dbias)`` in the dtypes of ``x`` and ``weight``; ``grad_out`` is not
@@ -397,18 +458,17 @@ def layernorm_backward(
     if rows == 0 or cols == 0:
         return (dx if dx is not None else dx2.view(x.shape)), torch.zeros_like(weight), torch.zeros_like(weight)
 
-    programs, rows_per_program = _backward_programs(rows, x.device)
-    if cols <= MAX_FUSED_COLS:
-        kernel, block = _layernorm_backward_fused_kernel, triton.next_power_of_2(cols)
-        # Every program stores its whole partial rows, so no initialization is needed.
-        partials = torch.empty((2, programs, cols), dtype=torch.float32, device=x.device)
-    else:
-        kernel, block = _layernorm_backward_looped_kernel, LOOPED_BLOCK
-        partials = torch.zeros((2, programs, cols), dtype=torch.float32, device=x.device)
+    launch = launch or backward_launch(cols, x.dtype)
+    if launch.fused and launch.block < cols:
+        raise ValueError(f"a fused backward needs a block of at least {cols} columns, got {launch.block}")
+    programs, rows_per_program = _backward_programs(rows, x.device, launch)
+    kernel = _layernorm_backward_fused_kernel if launch.fused else _layernorm_backward_looped_kernel
+    # Every program writes its whole partial rows, so no initialization is needed.
+    partials = torch.empty((2, programs, cols), dtype=torch.float32, device=x.device)
     kernel[(programs,)](
         g2, x2, weight, mean, rstd, dx2, partials[0], partials[1],
         g2.stride(0), x2.stride(0), dx2.stride(0), rows, cols, rows_per_program,
-        BLOCK=block, num_warps=_num_warps(block),
+        BLOCK=launch.block, STAGES=launch.stages, num_warps=launch.num_warps,
     )
     dweight, dbias = partials.sum(dim=1).to(weight.dtype)
     return (dx if dx is not None else dx2.view(x.shape)), dweight, dbias

@@ -15,6 +15,9 @@ surface:
   that need a timer of their own.
 - ``roofwatch.roofline``: attainable performance under the compute and memory roofs (cache
   levels included) and the fraction of it one call reached.
+- ``roofwatch.triton_interpreter``: what GPU kernel libraries use that Triton's interpreter
+  lacks (libdevice math, float scalar arguments), patched where probes find it missing, and one
+  warning for the bf16 arithmetic it computes wrongly; ``--roofwatch-triton-compat`` in pytest.
 
 This package imports neither torch nor triton at import time, so loading the plugin costs a
 pytest run that benchmarks nothing almost no start-up time.

@@ -35,7 +35,9 @@ median), ``ci_rel_halfwidth``, ``warmup_calls``, ``l2_flush_bytes``, ``raw_sampl
 samples, also ``stats.data``); on a GPU with NVML also ``sm_clock_mhz`` (median over samples,
 read by roofwatch's ingest as the measurement's clock), ``sm_clock_mhz_min``,
 ``temperature_c_max``, ``throttled_samples``, ``throttle_reasons`` (OR of the NVML bits seen)
-and ``telemetry`` (per-sample lists aligned with the samples).
+and ``telemetry`` (per-sample lists aligned with the samples); ``peak_memory_bytes`` and
+``peak_memory_source``: what one more call after the samples allocated at its peak
+(``roofwatch.memory``), which roofwatch tracks as a benchmark of its own.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from typing import Any
 
 from pytest_benchmark.fixture import BenchmarkFixture
 
+from roofwatch import memory
 from roofwatch.timing import Timer, TimingResult
 
 __all__ = ["KernelBenchmark", "RecordedClock", "extra_info_for", "report"]
@@ -139,12 +142,13 @@ class KernelBenchmark:
         self.benchmark = benchmark
         self.timer = timer
 
-    def __call__(self, fn: Callable[[], object], *, flops: float, bytes: float, dtype: str, shape: str,
+    def __call__(self, fn: Callable[[], object], *, flops: float | None, bytes: float | None, dtype: str, shape: str,
                  impl: str, group: str | None = None, timer: Timer | None = None) -> object:
         """Time ``fn`` and record it; returns what ``fn`` returned on its last eager call.
 
         ``flops`` and ``bytes`` are the FLOP and compulsory bytes of one call (roofwatch places
-        the result on the roofline with them); ``dtype``, ``shape`` and ``impl`` label the series.
+        the result on the roofline with them; ``None``: not known yet, so time and peak memory are
+        tracked and the roofline is not); ``dtype``, ``shape`` and ``impl`` label the series.
         """
         benchmark = self.benchmark
         if group is not None:
@@ -152,4 +156,7 @@ class KernelBenchmark:
         benchmark.extra_info.update(flops=flops, bytes=bytes, dtype=dtype, shape=shape, impl=impl)
         if benchmark.disabled:  # --benchmark-disable: run the code once, time nothing
             return benchmark.pedantic(fn)
-        return report(benchmark, (timer or self.timer).measure(fn))
+        result = (timer or self.timer).measure(fn)
+        # After the samples, not among them: the allocator's bookkeeping stays out of the timings.
+        benchmark.extra_info.update(memory.extra_info_for(memory.peak_memory(fn, result.timer)))
+        return report(benchmark, result)

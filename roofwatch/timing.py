@@ -65,6 +65,7 @@ __all__ = [
     "TorchCudaBackend",
     "WarmUp",
     "calls_per_graph",
+    "clock_normalized",
     "default_timer",
     "median_ci",
     "relative_halfwidth",
@@ -136,6 +137,24 @@ def relative_halfwidth(ci: tuple[float, float] | None, median: float) -> float:
     if ci is None or not median > 0:
         return math.inf
     return (ci[1] - ci[0]) / 2 / median
+
+
+def clock_normalized(samples: Sequence[float], clocks_mhz: Sequence[float | None],
+                     reference_mhz: float) -> list[float] | None:
+    """Each sample as it would have taken at ``reference_mhz``: ``t · f / f_ref``.
+
+    For work whose time scales with the SM clock (a compute-bound kernel), this removes the
+    card's clock from the number: a sample taken at 1,800 MHz counts as 1,800 / 1,980 of its
+    time against a 1,980 MHz reference. Memory-bound time does not scale with the SM clock, so
+    for it the normalized number is not a better one; it is reported beside wall time, never
+    instead of it. ``None`` when any sample lacks a reading (no NVML, a failed query) or the
+    reference is not positive: a partly normalized series would mix two units.
+    """
+    if len(samples) != len(clocks_mhz):
+        raise ValueError(f"{len(samples)} samples but {len(clocks_mhz)} clock readings")
+    if not reference_mhz > 0 or any(f is None or not f > 0 for f in clocks_mhz):
+        return None
+    return [t * float(f) / reference_mhz for t, f in zip(samples, clocks_mhz)]  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -584,7 +603,7 @@ class GpuTimer:
     def __init__(self, backend: GpuBackend, telemetry: TelemetrySource | None = None, *,
                  rule: StoppingRule = GPU_RULE, warmup: WarmUp = GPU_WARMUP,
                  graphs: GraphPolicy = GraphPolicy(), flush_l2: bool = True, hold_stream: bool = True,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+                 hold_margin: float = HOLD_MARGIN, clock: Callable[[], float] = time.perf_counter) -> None:
         self.backend = backend
         self.telemetry = telemetry or NoTelemetry()
         self.rule = rule
@@ -592,6 +611,7 @@ class GpuTimer:
         self.graphs = graphs
         self.flush_l2 = flush_l2
         self.hold_stream = hold_stream
+        self.hold_margin = hold_margin
         self._clock = clock
         self._last: object = None  # what the latest eager call returned
         self._enqueue_s = ENQUEUE_ESTIMATE_S  # host time to enqueue one sample, measured per batch
@@ -664,7 +684,7 @@ class GpuTimer:
         backend = self.backend
         hold = getattr(backend, "hold", None) if self.hold_stream else None
         if hold is not None:
-            hold(HOLD_MARGIN * self._enqueue_s * k)
+            hold(self.hold_margin * self._enqueue_s * k)
         enqueue_start = time.perf_counter()
         pairs = []
         for _ in range(k):

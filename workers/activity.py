@@ -26,6 +26,8 @@ class Activity:
     round: int | None = None  # comparison: 1-based round, out of ``rounds`` at most
     rounds: int | None = None
     side: str | None = None  # comparison: "base" or "head"
+    open: int | None = None  # comparison: benchmarks the round measures (None: every one, as in round one)
+    eta_s: float | None = None  # comparison: seconds the open benchmarks still need, at the measured round time
 
 
 Listener = Callable[[Activity], None]

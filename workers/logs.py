@@ -46,7 +46,7 @@ CONTEXT_FIELDS: Mapping[str, str] = MappingProxyType({
 # Tasks whose first argument is an id (service/tasks.py); the others take a dict (a Job, an
 # ABJob, a result envelope) that names its run or comparison itself.
 RUN_ID_TASKS = frozenset({TaskName.RUN_STARTED, TaskName.ANALYZE, TaskName.REPORT_RUN})
-COMPARISON_ID_TASKS = frozenset({TaskName.CONFIRM_CHANGES, TaskName.FINISH_PULL_REQUEST})
+COMPARISON_ID_TASKS = frozenset({TaskName.CONFIRM_CHANGES, TaskName.FINISH_PULL_REQUEST, TaskName.COMPARISON_STARTED})
 GITHUB_EVENT_TASK = TaskName.HANDLE_GITHUB_EVENT  # (event, delivery_id, payload)
 
 HANDLER_NAME = "roofwatch"

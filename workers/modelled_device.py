@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from roofwatch.common.envelope import DeviceInfo
 from roofwatch.common.errors import SuiteConfigError
-from roofwatch.workers.suite_config import roofwatch_table, stored_or_own
+from roofwatch.suite_config.declared import roofwatch_table, stored_or_own
 
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8")
 

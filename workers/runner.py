@@ -12,25 +12,30 @@ import logging
 import shutil
 import signal
 import tempfile
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
+from roofwatch.common.device import probe
 from roofwatch.common.envelope import CommitRecord, DeviceInfo, Envelope, SuiteResult
 from roofwatch.common.errors import CheckoutError, ResultFileError, SuiteConfigError
 from roofwatch.common.jobs import Job
+from roofwatch.common.limits import SETUP_INPUT_LIMIT
 from roofwatch.common.settings import get_worker_settings
-from roofwatch.workers import bubblewrap, checkout, modelled_device, prerequisites, sandbox
+from roofwatch.common.tree_files import UnsafePath, read_in
+from roofwatch.git import checkout
+from roofwatch.result_files.suite_results import parse_benchmark_json, parse_junit
+from roofwatch.suite_config.declared import SuiteSpec
+from roofwatch.suite_config.external import noted
+from roofwatch.workers import bubblewrap, environments, modelled_device, prerequisites, sandbox
+from roofwatch.workers.backfill import prepare_suites
 from roofwatch.workers.compiled.artifacts_file import failure_summary, parse_compiled_json
 from roofwatch.workers.compiled.install import PLUGIN, install_plugin, with_plugin_path
-from roofwatch.workers.device import probe
-from roofwatch.workers.external_suites import noted, prepare_suites
-from roofwatch.workers.results import parse_benchmark_json, parse_junit
-from roofwatch.workers.suite_config import SuiteSpec
-from roofwatch.workers.tree_files import UnsafePath, read_in
-
-SETUP_INPUT_LIMIT = 64 * 1024 * 1024
+from roofwatch.workers.memory_suites import with_memory_suites
+from roofwatch.workers.rounds import install as rounds
+from roofwatch.workers.rounds.install import Selection
 
 log = logging.getLogger(__name__)
 
@@ -38,17 +43,12 @@ log = logging.getLogger(__name__)
 # pytest itself did not finish (interrupted, internal error, usage error) or a crash.
 PYTEST_TESTS_FAILED = 1
 PYTEST_NO_TESTS = 5
+NOTHING_MEASURED = "no benchmark ran (each one skipped), so pytest-benchmark wrote no JSON: nothing was measured"
 
 
-class SuiteLimits(Protocol):
+class SuiteLimits(environments.BuildLimits, Protocol):
     """What running a suite needs from a job: whose setup cache, how long and loud, which network."""
 
-    @property
-    def repository(self) -> str: ...
-    @property
-    def suite_timeout_s(self) -> float: ...
-    @property
-    def output_limit(self) -> int: ...
     @property
     def suite_network(self) -> bool: ...
 
@@ -88,7 +88,11 @@ def run_job(job: Job, device: DeviceInfo | None = None, progress: Progress | Non
                 device = modelled_device.device_for(device, tree, job.suites_toml)
             except SuiteConfigError as exc:
                 return envelope("errored", str(exc), commit=commit)
-            results = [noted(run_suite(spec, tree, data_dir, job, progress), note) for spec, note in laid]
+            # Like each process of an A/B, a run's benchmarks run in an order drawn from a seed of the run;
+            # unlike an A/B's rounds, no later process reuses its calibrations.
+            selection = Selection(None, run_seed(job.run_id))
+            results = [noted(run_suite(spec, tree, data_dir, job, progress, selection).model_copy(
+                update={"calibration": {}}), files) for spec, files in laid]
     except CheckoutError as exc:
         return envelope("errored", str(exc))
 
@@ -99,7 +103,13 @@ def run_job(job: Job, device: DeviceInfo | None = None, progress: Progress | Non
     else:
         status = "succeeded"
     failed = [r.name for r in results if r.status != "passed"]
-    return envelope(status, f"suites not passed: {', '.join(failed)}" if failed else "", results, commit)
+    return envelope(status, f"suites not passed: {', '.join(failed)}" if failed else "", with_memory_suites(results),
+                    commit)
+
+
+def run_seed(run_id: int) -> int:
+    """The seed of a run's benchmark order (``workers.ab.round_seed`` is an A/B round's)."""
+    return int.from_bytes(hashlib.sha256(f"run:{run_id}".encode()).digest()[:4], "big")
 
 
 def _setup_digest(spec: SuiteSpec, tree: Path) -> str:
@@ -166,11 +176,15 @@ def setup_cache(data_dir: Path, repository: str) -> Path:
 
 
 def run_suite(spec: SuiteSpec, tree: Path, data_dir: Path, job: SuiteLimits,
-              progress: Progress | None = None) -> SuiteResult:
+              progress: Progress | None = None, selection: Selection | None = None,
+              compile_cache: Path | None = None) -> SuiteResult:
+    """Run one suite. A benchmark suite runs under the rounds plugin when ``selection`` is given (which
+    benchmarks, in which order; the order run is recorded). ``compile_cache``: a folder kept across
+    the rounds of one commit's A/B side, where Triton and Inductor keep what they compiled."""
     if progress:
         progress(spec.name, "start")
     try:
-        result = _setup_and_execute(spec, tree, data_dir, job)
+        result = _setup_and_execute(spec, tree, data_dir, job, selection, compile_cache)
     except Exception as exc:  # noqa: BLE001 - one suite's failure, whatever it is, is that suite's
         log.exception("suite %s: failed inside roofwatch", spec.name)
         result = SuiteResult(name=spec.name, kind=spec.kind, status="errored",
@@ -180,16 +194,27 @@ def run_suite(spec: SuiteSpec, tree: Path, data_dir: Path, job: SuiteLimits,
     return result
 
 
-def _setup_and_execute(spec: SuiteSpec, tree: Path, data_dir: Path, job: SuiteLimits) -> SuiteResult:
+def _setup_and_execute(spec: SuiteSpec, tree: Path, data_dir: Path, job: SuiteLimits,
+                       selection: Selection | None, compile_cache: Path | None) -> SuiteResult:
     if spec.gpu and not (found := prerequisites.gpu()).ok:
         return SuiteResult(name=spec.name, kind=spec.kind, status="errored",
                            reason=f"the suite needs a GPU (gpu = true) and this host has none: {found.found}")
     refusal = sandbox_refusal()
-    cache, setup_error = (None, refusal) if refusal else _run_setup(spec, tree, data_dir, job)
+    if refusal:
+        return SuiteResult(name=spec.name, kind=spec.kind, status="errored", reason=refusal)
+    wheels = get_worker_settings().wheel_dir
+    own, environment_error = environments.prepare(
+        spec, tree, data_dir, job, cache_scope(job, tree),
+        lambda scratch, target: suite_confinement(tree, scratch, target, setup=True, network=True,
+                                                  readable=(wheels,) if wheels else ()))
+    if environment_error:
+        return SuiteResult(name=spec.name, kind=spec.kind, status="errored", reason=environment_error)
+    cache, setup_error = _run_setup(spec, tree, data_dir, job)
     if setup_error:
         return SuiteResult(name=spec.name, kind=spec.kind, status="errored", reason=setup_error)
     with tempfile.TemporaryDirectory(prefix="roofwatch-results-") as scratch:
-        return _execute(spec, tree, cache, Path(scratch), job)
+        result = _execute(spec, tree, cache, Path(scratch), job, selection, compile_cache, own)
+    return result if own is None else result.model_copy(update={"environment": own.record()})
 
 
 def sandbox_refusal() -> str | None:
@@ -205,19 +230,23 @@ def sandbox_refusal() -> str | None:
     return None
 
 
-def suite_confinement(tree: Path, scratch: Path, cache: Path, setup: bool, network: bool) -> sandbox.Confinement:
+def suite_confinement(tree: Path, scratch: Path, cache: Path, setup: bool, network: bool,
+                      compile_cache: Path | None = None, readable: tuple[Path, ...] = ()) -> sandbox.Confinement:
     """This host's rules for one suite or setup (the worker's settings, not the submitter's).
 
     The worktree and the scratch folder (result file) are writable; HOME and TMPDIR are empty
-    in-memory folders of this run alone; the repository's setup cache is writable for setup,
-    read-only for suites.
+    in-memory folders of this run alone; the repository's setup cache (or the environment being
+    built) is writable for setup, read-only for suites; a compile cache, where given, is this
+    commit's alone and writable; ``readable`` (the commit's own environment, a wheel folder) is
+    shown read-only.
     """
     settings = get_worker_settings()
     isolation = None
+    kept = (compile_cache,) if compile_cache is not None else ()
     if settings.sandbox == "bubblewrap":
         isolation = bubblewrap.Isolation(
-            writable=(tree, scratch, cache) if setup else (tree, scratch),
-            readable=() if setup else (cache,),
+            writable=(tree, scratch, cache) if setup else (tree, scratch, *kept),
+            readable=readable if setup else (cache, *readable),
             private=(scratch / "home", scratch / "tmp"),
             network=network, private_size=settings.suite_private_size,
             # Other runs' worktrees and results, should the interpreter's folder hold them.
@@ -231,7 +260,7 @@ def suite_confinement(tree: Path, scratch: Path, cache: Path, setup: bool, netwo
 
 
 def _suite_env(spec: SuiteSpec, tree: Path, cache: Path, scratch: Path,
-               confinement: sandbox.Confinement) -> dict[str, str]:
+               confinement: sandbox.Confinement, interpreter: Path | None = None) -> dict[str, str]:
     """The scrubbed environment, with a HOME and a temp dir of this run alone.
 
     Nothing a suite writes outside the worktree survives it, so no run can leave a
@@ -247,7 +276,7 @@ def _suite_env(spec: SuiteSpec, tree: Path, cache: Path, scratch: Path,
     if host_addopts:
         # The host's options first, so a suite's own can still override them.
         env["PYTEST_ADDOPTS"] = f"{host_addopts} {spec.env.get('PYTEST_ADDOPTS', '')}".strip()
-    return sandbox.scrubbed_env(env, pythonpath=tree, extra_path=cache / "python")
+    return sandbox.scrubbed_env(env, pythonpath=tree, extra_path=cache / "python", interpreter=interpreter)
 
 
 def _result_argv(spec: SuiteSpec, scratch: Path) -> tuple[list[str], Path]:
@@ -266,30 +295,59 @@ def _result_argv(spec: SuiteSpec, scratch: Path) -> tuple[list[str], Path]:
     return [*spec.argv(), f"--benchmark-json={result_file}"], result_file
 
 
-def _execute(spec: SuiteSpec, tree: Path, cache: Path | None, scratch: Path, job: SuiteLimits) -> SuiteResult:
-    """Run the suite; ``cache`` is what its own setup built (None: it has no setup, so an empty folder)."""
+def _execute(spec: SuiteSpec, tree: Path, cache: Path | None, scratch: Path, job: SuiteLimits,
+             selection: Selection | None = None, compile_cache: Path | None = None,
+             own: environments.Environment | None = None) -> SuiteResult:
+    """Run the suite; ``cache`` is what its own setup built (None: it has no setup, so an empty folder);
+    ``own`` the commit's own environment, whose ``python`` the command then means."""
     argv, result_file = _result_argv(spec, scratch)
     timeout = spec.timeout or job.suite_timeout_s
     if cache is None:
         cache = scratch / "setup-cache"
         cache.mkdir()
-    confinement = suite_confinement(tree, scratch, cache, setup=False, network=job.suite_network)
-    env = _suite_env(spec, tree, cache, scratch, confinement)
+    confinement = suite_confinement(tree, scratch, cache, setup=False, network=job.suite_network,
+                                    compile_cache=compile_cache, readable=(own.path,) if own else ())
+    env = _suite_env(spec, tree, cache, scratch, confinement, own.path / "bin" if own else None)
+    if compile_cache is not None:
+        sandbox.hand_over([compile_cache], confinement)
+        env = {**env, "TRITON_CACHE_DIR": str(compile_cache / "triton"),
+               "TORCHINDUCTOR_CACHE_DIR": str(compile_cache / "inductor")}
     if spec.kind == "compile":
         env = with_plugin_path(env, install_plugin(scratch))
+    record: Path | None = None
+    if spec.kind == "benchmark":
+        # Every benchmark suite runs under the rounds plugin: it records the order run and what each
+        # benchmark ran; an A/B's selection also says which benchmarks, in which seeded order.
+        extra, record = rounds.plugin_args(selection or Selection(), scratch, tree)
+        argv = [*argv, *extra]
+        env = with_plugin_path(env, rounds.install_plugin(scratch))
     done = sandbox.run(argv, tree, env, timeout, job.output_limit, confinement)
+    recorded = rounds.read_record(record) if record is not None else rounds.Recorded([], {}, {})
     result = SuiteResult(name=spec.name, kind=spec.kind, status="errored", exit_code=done.exit_code,
-                         duration_s=done.duration_s, output_tail=_tail(done))
+                         duration_s=done.duration_s, output_tail=_tail(done),
+                         order_seed=selection.seed if selection is not None else None,
+                         selected=sorted(selection.names) if selection and selection.names is not None else None,
+                         order=recorded.order, calibration=recorded.calibration)
     if done.timed_out:
         return result.model_copy(update={
             "status": "timeout", "reason": f"timed out after {timeout:.0f} s and was killed"})
+    # Reading a benchmark JSON counts against the suite's timeout: a file that would take longer
+    # to read than the suite had left errors the suite instead of holding the run. (The other
+    # result files are read whole, within RESULT_FILE_LIMIT, in time linear in their size.)
+    budget = max(0.0, timeout - done.duration_s)
     try:
         if spec.kind == "correctness":
             result.outcomes = parse_junit(result_file)
         elif spec.kind == "compile":
             result.artifacts = parse_compiled_json(result_file)
+        elif done.exit_code == 0 and not result_file.exists():
+            # pytest-benchmark writes no file when no benchmark ran (every one skipped: a GPU-only
+            # benchmark on a CPU host, one not yet written): a suite that passed and measured nothing.
+            return result.model_copy(update={"status": "passed", "reason": NOTHING_MEASURED})
         else:
-            result.measurements = parse_benchmark_json(result_file)
+            result.measurements = [m.model_copy(update={"ran": recorded.ran[m.name]}) if m.name in recorded.ran else m
+                                   for m in parse_benchmark_json(result_file, deadline=time.monotonic() + budget,
+                                                                 budget_s=budget)]
     except ResultFileError as exc:
         reason = str(exc)
         if done.exit_code not in (0, None):

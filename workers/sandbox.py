@@ -81,21 +81,24 @@ class Completed:
 
 
 def scrubbed_env(extra: dict[str, str] | None = None, pythonpath: Path | None = None,
-                 extra_path: Path | None = None) -> dict[str, str]:
+                 extra_path: Path | None = None, interpreter: Path | None = None) -> dict[str, str]:
+    """The environment a suite runs with. ``interpreter``: the ``bin`` folder whose ``python`` the suite's
+    command means (the commit's own environment); by default the one roofwatch runs under."""
     env = {
         key: value
         for key, value in os.environ.items()
         if key in ALLOWED_ENV or key.startswith(ALLOWED_PREFIXES)
     }
-    # `python` in a suite command means the interpreter roofwatch runs under, whose
-    # environment has torch, triton and pytest-benchmark.
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "/usr/bin:/bin")])
+    # `python` in a suite command means the commit's own environment where it has one, else the
+    # interpreter roofwatch runs under, whose environment has torch, triton and pytest-benchmark.
+    python_bin = str(interpreter) if interpreter is not None else str(Path(sys.executable).parent)
+    env["PATH"] = os.pathsep.join([python_bin, env.get("PATH", "/usr/bin:/bin")])
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["PYTHONUNBUFFERED"] = "1"
     extra = dict(extra or {})
     if "PATH" in extra:
-        # `python` stays roofwatch's interpreter; a suite's own entries come next.
-        env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), extra.pop("PATH")])
+        # `python` stays that interpreter; a suite's own entries come next.
+        env["PATH"] = os.pathsep.join([python_bin, extra.pop("PATH")])
     suite_paths = [entry for entry in extra.pop("PYTHONPATH", "").split(os.pathsep) if entry]
     if pythonpath is not None:
         # The checked-out tree must win over any installed copy of the same packages; a suite's

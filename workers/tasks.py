@@ -13,14 +13,14 @@ from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 
+from roofwatch.common import redelivery
 from roofwatch.common.celery_app import TaskName, app, send
+from roofwatch.common.device import probe
 from roofwatch.common.envelope import ABEnvelope, Envelope
 from roofwatch.common.jobs import ABJob, Job
 from roofwatch.common.settings import get_worker_settings
-from roofwatch.workers import redelivery
-from roofwatch.workers.ab import RoundProgress, run_ab
+from roofwatch.workers.ab import RoundStatus, run_ab
 from roofwatch.workers.activity import Activity, announce
-from roofwatch.workers.device import probe
 from roofwatch.workers.runner import run_job
 
 log = logging.getLogger(__name__)
@@ -89,12 +89,34 @@ def _progress_reporter(task: Any, spec: Job):  # type: ignore[no-untyped-def]
     return report
 
 
-def _round_reporter(spec: ABJob) -> RoundProgress:
-    def report(index: int, side: str, suite: str, event: str) -> None:
-        announce(Activity("comparison", spec.comparison_id, (spec.base_sha, spec.head_sha), suite, event,
-                          round=index + 1, rounds=spec.max_rounds, side=side))
+class _RoundReporter:
+    """Suite-level progress to a local listener, and after each round what is still open and the time
+    left: to the listener, and to the service (which shows it on the API, the check and the compare page)."""
 
-    return report
+    def __init__(self, spec: ABJob) -> None:
+        self.spec = spec
+        self.open: int | None = None  # round one measures everything
+        self.eta_s: float | None = None
+
+    def suite(self, index: int, side: str, suite: str, event: str) -> None:
+        spec = self.spec
+        announce(Activity("comparison", spec.comparison_id, (spec.base_sha, spec.head_sha), suite, event,
+                          round=index + 1, rounds=spec.max_rounds, side=side, open=self.open, eta_s=self.eta_s))
+
+    def started(self) -> None:
+        """Before round one: the comparison is running from now on, not queued (round one is the longest)."""
+        self._send(TaskName.COMPARISON_STARTED, self.spec.comparison_id)
+
+    def round(self, status: RoundStatus) -> None:
+        self.open, self.eta_s = len(status.open), status.eta_s
+        self._send(TaskName.COMPARISON_PROGRESS, self.spec.comparison_id, status.index + 1, list(status.open),
+                   status.round_s, status.eta_s)
+
+    def _send(self, name: TaskName, *args: object) -> None:
+        try:
+            send(name, *args)
+        except Exception:  # noqa: BLE001 - progress is a courtesy: a broker hiccup must not cost the measurement
+            log.warning("comparison %s: %s was not sent", self.spec.comparison_id, name, exc_info=True)
 
 
 @app.task(name=str(TaskName.RUN_AB), bind=True, acks_late=True,
@@ -118,7 +140,9 @@ def run_ab_task(self: Any, job: dict[str, Any]) -> dict[str, Any]:
     if spec.run_id is not None:
         send(TaskName.RUN_STARTED, spec.run_id)
     try:
-        envelope = run_ab(spec, progress=_round_reporter(spec))
+        reporter = _RoundReporter(spec)
+        reporter.started()
+        envelope = run_ab(spec, progress=reporter.suite, on_round=reporter.round)
     except SoftTimeLimitExceeded:
         return errored(f"the comparison exceeded its time limit ({self.soft_time_limit:.0f} s) and was stopped")
     log.info("comparison %s: %s after %d round(s)", spec.comparison_id, envelope.status,

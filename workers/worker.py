@@ -12,13 +12,13 @@ import os
 import socket
 from dataclasses import dataclass
 
+from roofwatch.common import redelivery
 from roofwatch.common.celery_app import CPU_QUEUE, INGEST_QUEUE, TaskName, app, send, task_modules
+from roofwatch.common.device import probe
 from roofwatch.common.envelope import DeviceInfo
 from roofwatch.common.settings import get_worker_settings
 from roofwatch.common.task_names import is_cpu, queue_name
-from roofwatch.workers import redelivery
 from roofwatch.workers.calibrate import calibrated
-from roofwatch.workers.device import probe
 
 log = logging.getLogger(__name__)
 

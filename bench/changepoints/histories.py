@@ -34,8 +34,9 @@ drawn from ``NOISE_LEVELS``:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -55,6 +56,7 @@ SPIKE_RATE = (0.01, 0.05)
 SPIKE_LENGTH = (1, 3)
 SPIKE_SLOWDOWN = (0.10, 0.50)
 FAST_OUTLIER = (0.05, 0.20)  # single runs this much faster (a warm cache), in one spiky series in four
+FAST_SHARE = 0.02  # ... at this share of its commits
 AUTOTUNER_GAP = (0.02, 0.08)
 GPU_GAP = (0.25, 0.45)  # bottom of the slow band over the fast mode
 GPU_BAND = 0.25  # width of the slow band, relative to the fast mode
@@ -74,6 +76,28 @@ class Change:
     size: float
 
 
+@dataclass(frozen=True)
+class NoiseModel:
+    """What made a history's noise, as log-value ``log(t) = log(level) + trend + e``: the density of ``e`` per commit.
+
+    ``e`` is the jitter (``normal``; ``t``, Student-t of ``df`` degrees of freedom; ``half-t``, its absolute value)
+    scaled by ``sigma``, plus, with probability ``slow_share`` at that commit, a slowdown ``log(1 + u)`` with ``u``
+    uniform on ``slow_band`` (one value when the band is a point), and with probability ``fast_share`` a speed-up
+    ``log(1 - u)``, ``u`` uniform on ``fast_band``. Episodes of a busy neighbour last 1-3 commits; the model gives
+    each commit the marginal chance of lying in one. This is what the true-model oracle
+    (``bench/changepoints/ceiling.py``) is told, beside the true changes' neighbours.
+    """
+
+    jitter: str  # "normal", "t" or "half-t"
+    sigma: float  # log units
+    df: float = math.inf
+    slow_share: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)  # per commit; empty: none
+    slow_band: tuple[float, float] = (0.0, 0.0)
+    fast_share: float = 0.0
+    fast_band: tuple[float, float] = (0.0, 0.0)
+    trend: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)  # log drift per commit; empty: none
+
+
 @dataclass
 class History:
     values: np.ndarray
@@ -81,6 +105,7 @@ class History:
     kind: str
     noise: float
     detail: str  # the sub-kind: "autotuner", "gpu", "linear", "sinusoid", "warm-up", "two-sided", ...
+    model: NoiseModel | None = None  # what generated the noise (None: not recorded)
 
     @property
     def indexes(self) -> list[int]:
@@ -130,33 +155,52 @@ def _slow_share(rng: np.random.Generator, n: int, changes: Sequence[Change]) -> 
     return share
 
 
+def _episode_share(rate: float) -> float:
+    """Chance that a commit lies in a busy neighbour's episode: one starts there (any length), one commit before
+    (length 2 or 3), or two before (length 3), lengths uniform on 1-3."""
+    return 1.0 - (1.0 - rate) * (1.0 - rate * 2.0 / 3.0) * (1.0 - rate / 3.0)
+
+
 def _noise(rng: np.random.Generator, kind: str, detail: str, noise: float, n: int,
-           changes: Sequence[Change]) -> tuple[np.ndarray, str]:
+           changes: Sequence[Change]) -> tuple[np.ndarray, str, NoiseModel]:
     jitter = np.exp(rng.normal(0.0, noise, n))
+    normal = NoiseModel("normal", noise)
     if kind == "gaussian":
-        return jitter, "normal"
+        return jitter, "normal", normal
     if kind == "heavy-tail":
-        t = rng.standard_t(rng.uniform(*T_DF), n)
+        df = float(rng.uniform(*T_DF))
+        t = rng.standard_t(df, n)
         if rng.random() < 0.5:
-            return np.exp(noise * t), "two-sided"
-        return np.exp(noise * np.abs(t)), "slow tail"
+            return np.exp(noise * t), "two-sided", NoiseModel("t", noise, df)
+        return np.exp(noise * np.abs(t)), "slow tail", NoiseModel("half-t", noise, df)
     if kind == "spikes":
         factor = np.ones(n)
-        for start in np.flatnonzero(rng.random(n) < rng.uniform(*SPIKE_RATE)):
+        draws = rng.random(n)  # before the rate: the order of draws is what a seed means
+        rate = float(rng.uniform(*SPIKE_RATE))
+        for start in np.flatnonzero(draws < rate):
             length = int(rng.integers(SPIKE_LENGTH[0], SPIKE_LENGTH[1] + 1))
             factor[start:start + length] = 1.0 + rng.uniform(*SPIKE_SLOWDOWN)
+        model = NoiseModel("normal", noise, slow_share=np.full(n, _episode_share(rate)), slow_band=SPIKE_SLOWDOWN)
         detail = "slow episodes"
         if rng.random() < 0.25:
-            fast = rng.random(n) < 0.02
+            fast = rng.random(n) < FAST_SHARE
             factor[fast] *= 1.0 - rng.uniform(*FAST_OUTLIER, size=int(fast.sum()))
             detail = "slow episodes, fast outliers"
-        return jitter * factor, detail
+            model = NoiseModel("normal", noise, slow_share=model.slow_share, slow_band=SPIKE_SLOWDOWN,
+                               fast_share=FAST_SHARE, fast_band=FAST_OUTLIER)
+        return jitter * factor, detail, model
     if kind == "bimodal":
-        slow = rng.random(n) < _slow_share(rng, n, changes)
+        draws = rng.random(n)  # before the share: the order of draws is what a seed means
+        share = _slow_share(rng, n, changes)
+        slow = draws < share
         if detail == "autotuner":
-            return jitter * np.where(slow, 1.0 + rng.uniform(*AUTOTUNER_GAP), 1.0), "autotuner"
-        band = rng.uniform(*GPU_GAP) + rng.uniform(0.0, GPU_BAND, n)
-        return jitter * np.where(slow, 1.0 + band, 1.0), "gpu"
+            gap = float(rng.uniform(*AUTOTUNER_GAP))
+            return (jitter * np.where(slow, 1.0 + gap, 1.0), "autotuner",
+                    NoiseModel("normal", noise, slow_share=share, slow_band=(gap, gap)))
+        bottom = float(rng.uniform(*GPU_GAP))
+        band = bottom + rng.uniform(0.0, GPU_BAND, n)
+        return (jitter * np.where(slow, 1.0 + band, 1.0), "gpu",
+                NoiseModel("normal", noise, slow_share=share, slow_band=(bottom, bottom + GPU_BAND)))
     if kind == "drift":
         t = np.arange(n, dtype=float)
         shape = ("linear", "sinusoid", "warm-up")[int(rng.integers(3))]
@@ -167,22 +211,28 @@ def _noise(rng: np.random.Generator, kind: str, detail: str, noise: float, n: in
             drift = 1.0 + rng.uniform(*SINE_AMPLITUDE) * np.sin(2 * np.pi * t / period + rng.uniform(0, 2 * np.pi))
         else:
             drift = 1.0 + _signed(rng, *WARMUP_TOTAL) * (1.0 - np.exp(-t / rng.uniform(*WARMUP_TAU)))
-        return jitter * drift, shape
+        return jitter * drift, shape, NoiseModel("normal", noise, trend=np.log(drift))
     raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
 
 
-def history(kind: str, noise: float, rng: np.random.Generator, n: int = COMMITS) -> History:
-    """One history of ``n`` commits of noise ``kind`` at relative ``noise``."""
+def history(kind: str, noise: float, rng: np.random.Generator, n: int = COMMITS, clean: bool = False) -> History:
+    """One history of ``n`` commits of noise ``kind`` at relative ``noise``; with ``clean``, one without changes."""
     if n < 2 * MIN_GAP:
         raise ValueError(f"n must be at least {2 * MIN_GAP}")
     detail = ("autotuner", "gpu")[int(rng.integers(2))] if kind == "bimodal" else ""
-    changes = _changes(rng, n, mixes=detail == "gpu")
-    factor, detail = _noise(rng, kind, detail, noise, n, changes)
+    changes = [] if clean else _changes(rng, n, mixes=detail == "gpu")
+    factor, detail, model = _noise(rng, kind, detail, noise, n, changes)
     values = BASE_SECONDS * float(np.exp(rng.uniform(-2.0, 2.0))) * _level(n, changes) * factor
-    return History(values, changes, kind, noise, detail)
+    return History(values, changes, kind, noise, detail, model)
 
 
 def cell(kind: str, noise: float, count: int, seed: int, n: int = COMMITS) -> list[History]:
     """``count`` histories of one kind × noise cell; each cell has its own stream, so cells never share draws."""
     rng = np.random.default_rng([seed, 31, KINDS.index(kind), NOISE_LEVELS.index(noise)])
     return [history(kind, noise, rng, n) for _ in range(count)]
+
+
+def clean_cell(kind: str, noise: float, count: int, seed: int, n: int = COMMITS) -> list[History]:
+    """``count`` change-free histories of one cell, from a stream of their own (never one of ``cell``'s)."""
+    rng = np.random.default_rng([seed, 37, KINDS.index(kind), NOISE_LEVELS.index(noise)])
+    return [history(kind, noise, rng, n, clean=True) for _ in range(count)]

@@ -8,6 +8,10 @@ The chart shows a window of branch history — the newest ``DEFAULT_COMMITS`` co
 ``?from=``/``?to=`` (branch positions) say otherwise — so the page costs what it draws, not what
 the history holds (``roofwatch.dashboard.series_window``). A window longer than the chart can
 draw is downsampled, every marked change and outlier kept (``roofwatch.dashboard.downsampling``).
+
+Where the suite runs files from outside the commit (``suites_from``, ``suites_repo``), each point
+where those files changed is marked as a *benchmark-files* event and listed under the chart: the
+benchmark changed there, in the same series (``roofwatch.service.analysis.suite_files``).
 """
 
 from __future__ import annotations
@@ -23,11 +27,13 @@ from roofwatch.dashboard import reads as dq
 from roofwatch.dashboard.figures import Series, benchmark_figure
 from roofwatch.dashboard.filters import Filters, FiltersDep
 from roofwatch.dashboard.rendering import TEMPLATES, chart_json
+from roofwatch.service.analysis import suite_files
 from roofwatch.service.analysis.compiled import for_tests
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.models import ROW_ID_MAX, Benchmark, Repository
 from roofwatch.service.core.requests import SessionDep, allow_unsafe_eval
 from roofwatch.service.records import compiled_artifacts
+from roofwatch.service.records.series import suite_files_by_run
 
 ImplQuery = Annotated[list[str] | None, Query(description="baseline implementations to add to the chart")]
 
@@ -131,6 +137,27 @@ def _window_links(benchmark: Benchmark, filters: Filters, impls: list[str],
     return links
 
 
+def files_events(session: SessionDep, benchmark: Benchmark, devices: list[Benchmark],
+                 points: dict[int, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The benchmark-files events of the drawn series of the viewed test (on each device class), oldest first.
+
+    Within what is drawn: a window's first point is not compared with the point before the window.
+    One look-up of the suite's files for the drawn runs.
+    """
+    drawn = [p for d in devices if d.id is not None for p in points.get(d.id, [])]
+    files = suite_files_by_run(session, [p["run_id"] for p in drawn], benchmark.suite)
+    found: dict[tuple[int, int], dict[str, Any]] = {}
+    for device in devices:
+        series = points.get(device.id or -1, [])
+        commit_of = {p["run_id"]: p["commit_id"] for p in series}
+        for event in suite_files.events([suite_files.FilesPoint(p["position"], p["sha"], p["run_id"],
+                                                                files.get(p["run_id"], {})) for p in series]):
+            found.setdefault((commit_of[event.run_id], event.run_id), {
+                **event.as_dict(), "commit_id": commit_of[event.run_id], "device_class": device.device_class,
+                "label": event.said()})
+    return sorted(found.values(), key=lambda e: (e["position"] is not None, e["position"] or 0, e["run_id"]))
+
+
 def _noise(values: list[float | None]) -> dict[str, Any] | None:
     """The series' run-to-run noise and what an A/B within the round cap can tell at it."""
     noise = metrics.noise_pct(values)
@@ -162,8 +189,9 @@ def register(app: FastAPI) -> None:
                   else dq.full_series(session, shown))
         series, metric = build_series(benchmark, devices, baselines, points)
         changes = dq.series_changes(session, shown)
-        _commit_text_for_drawn(session, series, changes)
-        figure, drawn = benchmark_figure(series, changes, metric)
+        events = files_events(session, benchmark, devices, points)
+        _commit_text_for_drawn(session, series, [*changes, *events])
+        figure, drawn = benchmark_figure(series, changes, metric, events=events)
         if any(trace["type"] == "scattergl" for trace in figure["data"]):
             allow_unsafe_eval(request)  # WebGL traces compile their shaders at run time
         repository = session.get(Repository, benchmark.repository_id)
@@ -176,8 +204,9 @@ def register(app: FastAPI) -> None:
             "devices": devices, "toggles": _toggles(benchmark, filters, available, selected),
             "filter_links": _filter_links(benchmark, repository),
             "figure": chart_json(figure), "drawn": drawn,
-            "max_points": figures.MAX_POINTS, "metric": metric, "changes": changes,
+            "max_points": figures.MAX_POINTS, "metric": metric, "changes": changes, "events": events,
             "names": {s.benchmark_id: s.name for s in series},
             "window": window, "window_links": _window_links(benchmark, filters, selected, window),
             "noise": _noise(series[0].values if series else []),
+            "environment": dq.latest_environment(session, benchmark),
         })

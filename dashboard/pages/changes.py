@@ -21,13 +21,13 @@ from sqlalchemy import ColumnElement, case, func
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
+from roofwatch.common.vocabulary import CHANGE_KINDS, OPEN_STATES, TRIAGE_STATES, ChangeKind
 from roofwatch.dashboard.reads import METRIC_COLUMNS, metric_of
 from roofwatch.dashboard.rendering import TEMPLATES
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.models import Benchmark, Change, Commit, Repository
 from roofwatch.service.core.requests import SessionDep
-from roofwatch.service.core.vocabulary import CHANGE_KINDS, OPEN_STATES, TRIAGE_STATES
-from roofwatch.service.records.changes import shown
+from roofwatch.service.records.changes import members, shown, test_name
 
 # A page lists this many: what a person triages in one sitting. The rest is a page away, so the
 # page costs what it shows however many changes a year of history holds (2,629 at 20 M measurements).
@@ -71,7 +71,8 @@ def change_rows(session: Session, filters: ChangeFilters, limit: int, offset: in
              .where(*filters.conditions())
              .order_by(rank, col(Change.id).desc()).limit(limit).offset(offset))
     return [{
-        "change": change, "repository": repository, "benchmark": name or change.test_id or "",
+        "change": change, "repository": repository, "benchmark": name or test_name(change.test_id, change.details),
+        "tests": members(change) if change.kind == ChangeKind.CORRECTNESS_FAILURE else [],
         "device_class": device_class, "shape": shape, "dtype": dtype, "commit": sha,
         "history": list(change.details.get("triage", [])), "metric_kind": metric_of(*work),
     } for change, repository, name, device_class, shape, dtype, sha, *work in session.execute(query).all()]

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from fastapi import FastAPI, HTTPException, Path, Query, Request
 from fastapi.responses import HTMLResponse
 
+from roofwatch.ab.abtest import CONFIDENCE
 from roofwatch.dashboard.distribution_chart import distribution_figure
 from roofwatch.dashboard.pr_comment import CommentRenderer, comment_html
 from roofwatch.dashboard.rendering import TEMPLATES, chart_json
@@ -21,11 +22,12 @@ from roofwatch.service.core.links import compare_url
 from roofwatch.service.core.models import ROW_ID_MAX, Benchmark, Commit, Comparison, ComparisonResult, Repository, Run
 from roofwatch.service.core.reports import ComparisonReport
 from roofwatch.service.core.requests import SessionDep
+from roofwatch.service.core.units import level_text
 from roofwatch.service.records.comparisons import comparison_report, results_of
 
 # Drawn without being asked: the verdicts a reader wants explained. Capped so that a comparison
 # of a thousand noisy benchmarks does not make the browser draw a thousand charts.
-EXPLAINED = ("regression", "improvement", "inconclusive")
+EXPLAINED = ("regression", "improvement", "interaction", "inconclusive")
 MAX_DEFAULT_CHARTS = 40
 # Rows of the verdict table without ``?all=1``: every benchmark that moved or could not be
 # decided, then this many of the rest (largest change first). A comparison of a thousand
@@ -33,11 +35,13 @@ MAX_DEFAULT_CHARTS = 40
 UNCHANGED_SHOWN = 50
 
 
-def _rows(results: list[tuple[ComparisonResult, Benchmark]]) -> list[dict[str, Any]]:
+def _rows(results: list[tuple[ComparisonResult, Benchmark]], report: ComparisonReport) -> list[dict[str, Any]]:
     """One row per benchmark, moved and larger changes first (the keys ``comparison_report`` uses, plus ids)."""
+    level = report.get("confidence") or CONFIDENCE
+    levels = {(r.get("suite"), r.get("benchmark")): r.get("confidence", level) for r in report.get("benchmarks", [])}
     rows = [{**result.model_dump(), "benchmark": benchmark.name, "suite": benchmark.suite, "unit": benchmark.unit,
              "higher_is_better": benchmark.higher_is_better, "dtype": benchmark.dtype, "shape": benchmark.shape,
-             "rounds": len(result.base_values)}
+             "rounds": len(result.base_values), "confidence": levels.get((benchmark.suite, benchmark.name), level)}
             for result, benchmark in results]
     return sorted(rows, key=lambda r: (r["direction"] not in ("regression", "improvement"), -abs(r["change_pct"])))
 
@@ -101,7 +105,7 @@ def _computed(request: Request, session: SessionDep, comparison: Comparison, rep
             return _finished[key]
     results = results_of(session, comparison.id)  # type: ignore[arg-type]  # read once: report and rows share them
     report = comparison_report(session, comparison.id, results)  # type: ignore[arg-type]
-    computed = _Computed(_rows(results), report, _pr_comment(request, comparison, repository, run, report))
+    computed = _Computed(_rows(results, report), report, _pr_comment(request, comparison, repository, run, report))
     if key is not None:
         with _finished_lock:
             _finished[key] = computed
@@ -136,11 +140,14 @@ def register(app: FastAPI) -> None:
         } for b in _charted(rows, show or [])]
         listed = _listed(rows, all)
         charted = {c["row"]["benchmark_id"] for c in charts}
+        level = report.get("confidence") or CONFIDENCE
+        adjusted = sorted({r["confidence"] for r in rows if r["confidence"] != level})
         return TEMPLATES.TemplateResponse(request, "compare.html", {
             "comparison": comparison, "report": report, "rows": listed, "total": len(rows), "listed_all": all,
             "explained": sum(1 for r in rows if r["direction"] in EXPLAINED), "unchanged_shown": UNCHANGED_SHOWN,
             "charts": charts, "unlisted": [r for r in listed if r["benchmark_id"] not in charted],
             "charted": charted, "max_charts": MAX_DEFAULT_CHARTS,
+            "level": level_text(level), "adjusted_levels": " / ".join(level_text(c) for c in adjusted),
             "repository": repository, "run": run,
             "comment_html": comment_html(comment) if comment else "", "comment_markdown": comment,
             "base": session.get(Commit, comparison.base_commit_id),

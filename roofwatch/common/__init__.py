@@ -6,6 +6,7 @@
 - ``redaction``: what a secret looks like, taken out of text before it is written anywhere.
 - ``jobs``: what the service asks a worker to do (measure a commit, an A/B of two), as plain data.
 - ``envelope``: the result a worker returns, the only thing it hands the service.
+- ``metrics``: the benchmarks derived from a measured one (its peak memory) and their suites.
 - ``task_names``: every Celery task's name and the queue it runs on, spelled once.
 - ``celery_app``: the Celery app both sides send and serve through.
 

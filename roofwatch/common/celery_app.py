@@ -18,7 +18,7 @@ from roofwatch.common.task_names import TaskName
 
 # Longer than the longest task may run (the A/B task's hard limit is 8 h 5 min), so kombu's own
 # redelivery never hands a live run to a second worker; the heartbeat and in-flight records of
-# ``roofwatch.workers.redelivery`` make recovery fast.
+# ``roofwatch.common.redelivery`` make recovery fast.
 VISIBILITY_TIMEOUT_S = 9 * 3600
 
 INGEST_QUEUE = "ingest"
@@ -28,6 +28,7 @@ CPU_QUEUE = "cpu"
 # The queue of every task that is not measured on a GPU (those go to the GPU's own queue).
 QUEUE_OF = {
     TaskName.RUN_STARTED: INGEST_QUEUE, TaskName.INGEST: INGEST_QUEUE, TaskName.INGEST_AB: INGEST_QUEUE,
+    TaskName.COMPARISON_STARTED: INGEST_QUEUE, TaskName.COMPARISON_PROGRESS: INGEST_QUEUE,
     TaskName.REGISTER_DEVICE: INGEST_QUEUE, TaskName.MEASURING_LOST: INGEST_QUEUE,
     TaskName.ANALYZE: CPU_QUEUE, TaskName.CONFIRM_CHANGES: CPU_QUEUE, TaskName.FINISH_PULL_REQUEST: CPU_QUEUE,
     TaskName.REPORT_RUN: CPU_QUEUE, TaskName.HANDLE_GITHUB_EVENT: CPU_QUEUE, TaskName.DELIVER_REPORT: CPU_QUEUE,

@@ -8,7 +8,7 @@ Bump ``ENVELOPE_VERSION`` on any incompatible change; ingest refuses versions it
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -54,7 +54,8 @@ class OutcomeRecord(BaseModel):
 
 
 class MeasurementRecord(BaseModel):
-    """One pytest-benchmark entry. Times in seconds per call."""
+    """One pytest-benchmark entry. Times in seconds per call; a derived peak-memory record
+    (``roofwatch.common.metrics``) in bytes, ``unit`` saying which."""
 
     name: str
     params: str = ""
@@ -71,6 +72,16 @@ class MeasurementRecord(BaseModel):
     dtype: str = ""
     shape: str = ""
     extra_info: dict[str, object] = Field(default_factory=dict)
+    # pytest-benchmark's ``options`` of this measurement (timer, rounds, warm-up, ...): an A/B pairs
+    # a base and a head measurement only when these agree. Optional, so older envelopes validate.
+    timing: dict[str, str | float | bool] = Field(default_factory=dict)
+    # What median, min, mean and samples are in: "s", or "B" for a peak-memory record. Optional
+    # with the default every earlier envelope meant, so they still validate.
+    unit: str = "s"
+    # What the benchmark ran, as the rounds plugin recorded it in its process (workers/rounds/ran.py):
+    # {"files": {path: hash}, "kernels": [launch], "complete": bool, "notes": [...]}. Empty: not
+    # recorded (an upload, an older worker). Optional, so older envelopes validate.
+    ran: dict[str, Any] = Field(default_factory=dict)
 
 
 class CompiledArtifactRecord(BaseModel):
@@ -114,6 +125,21 @@ class SuiteResult(BaseModel):
     # Optional with an empty default, so envelopes from workers without compile suites still
     # validate; ENVELOPE_VERSION did not change.
     artifacts: list[CompiledArtifactRecord] = Field(default_factory=list)
+    # A benchmark suite under the rounds plugin: the benchmarks it was asked to run (None: all),
+    # the seed of its order and the node ids in the order they ran.
+    selected: list[str] | None = None
+    order_seed: int | None = None
+    order: list[str] = Field(default_factory=list)
+    # pytest-benchmark's calibration per benchmark, {name: (iterations, seconds)}: the A/B's later
+    # rounds of the same side reuse it. Only the worker reads it; never sent or stored.
+    calibration: dict[str, tuple[int, float]] = Field(default_factory=dict, exclude=True)
+    # How many of the benchmarks this process measured ran on such a reused calibration.
+    calibrations_reused: int = 0
+    # The suite's own environment, where it declares one: {"digest", "python", "packages": {name: version}}.
+    environment: dict[str, Any] = Field(default_factory=dict)
+    # Where the suite's files came from when not from the commit (suites_from, suites_repo):
+    # {"paths", "repository", "ref", "commit", "digest"}. Optional, so earlier envelopes validate.
+    suite_files: dict[str, Any] = Field(default_factory=dict)
 
 
 class CommitRecord(BaseModel):
@@ -142,6 +168,15 @@ class Envelope(BaseModel):
     # Where the suites came from (the commit's pyproject.toml or a stored config, and why):
     # optional with a default, so envelopes of workers that predate it still validate.
     suites_source: str = ""
+
+
+class SettingChange(BaseModel):
+    """One setting a pull request's head declares differently from what judged it: ``what`` was ``before``
+    and would be ``after`` once merged (all text, as the two commits' tables say it)."""
+
+    what: str
+    before: str
+    after: str
 
 
 class RoundRecord(BaseModel):
@@ -184,3 +219,22 @@ class ABEnvelope(BaseModel):
     # "decided", "round cap", "budget" or "cannot settle".
     budget_s: float | None = None
     stop_reason: str = ""
+    # What judged both sides (the stored config, else the base commit: never the head) and what the
+    # head's own [tool.roofwatch] would change once merged. Optional, so older envelopes validate.
+    judged_by: str = ""
+    settings_changes: list[SettingChange] = Field(default_factory=list)
+    # Declared renames (old → new benchmark name) from the judging side, and those only the head
+    # declares: these pair the two names too, but count as missing until a maintainer accepts them.
+    renamed: dict[str, str] = Field(default_factory=dict)
+    head_renamed: dict[str, str] = Field(default_factory=dict)
+    # The judging side's word on a check whose head misses a benchmark of the base: "failure" or "neutral".
+    missing_policy: Literal["failure", "neutral"] = "failure"
+    # Benchmarks (suite::name) still undecided when rounds stopped at the budget or the round cap.
+    left_open: list[str] = Field(default_factory=list)
+    # The round cap the rounds ran under (the judging side's ab_max_rounds may have set it), so what is
+    # shown can say how many more would settle an open benchmark. None: an envelope that predates it.
+    max_rounds: int | None = None
+    # The paths that differ between the two commits (git diff --name-only), which tell whether a
+    # benchmark whose recorded code is identical could still have been reached by a change (a data
+    # file, a CUDA source). None: not known (too many, or an envelope that predates it).
+    changed_files: list[str] | None = None

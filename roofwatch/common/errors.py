@@ -1,18 +1,7 @@
 """Errors roofwatch turns into recorded outcomes instead of tracebacks: the root, and what a worker raises.
 
-The whole tree, with the service's errors, is drawn in ``service/core/errors.py``; its root lives
-on the ground floor so that the workers and the service share it without importing each other.
-
-    RoofwatchError
-     ├── CheckoutError            git could not give us the tree we asked for
-     │    ├── RemoteUnreachable   clone/fetch failed (bad URL, no network, not a repository)
-     │    └── UnknownRevision     the SHA / ref / range does not exist in the repository
-     ├── SuiteConfigError         [tool.roofwatch] is present but malformed
-     ├── ResultFileError          a suite's JUnit XML / benchmark JSON is missing or unreadable
-     ├── UnsafePath               a commit's path leaves its worktree, is a link, no file, or too large
-     ├── CalibrationError         the device's peaks could not be measured
-     ├── SandboxUnavailable       bubblewrap is missing or cannot confine a suite here
-     └── UnknownRepository        a name that was never registered with `roofwatch repo add`
+The root lives on the ground floor so that the workers and the service share it without importing
+each other; the whole tree, with the service's errors, is drawn once, in ``service/core/errors.py``.
 """
 
 
@@ -38,6 +27,10 @@ class SuiteConfigError(RoofwatchError):
 
 class ResultFileError(RoofwatchError):
     pass
+
+
+class UploadFormatError(RoofwatchError):
+    """A result file that cannot be read: unknown format, not JSON, truncated, missing fields."""
 
 
 class UnsafePath(RoofwatchError):

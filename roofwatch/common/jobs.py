@@ -47,6 +47,12 @@ class ABJob:
     data_dir: str
     min_rounds: int  # rounds before a verdict may be given (the service's ab_min_rounds)
     max_rounds: int = 10
+    # Whether these were asked for (``roofwatch compare --min-rounds/--max-rounds``) rather than the
+    # service's defaults: an asked-for count is kept over the repository's ab_min_rounds/ab_max_rounds,
+    # and an asked-for cap is measured up to for every undecided benchmark, however many rounds the
+    # first few noisy ones project it to need.
+    min_rounds_asked: bool = False
+    max_rounds_asked: bool = False
     suite_timeout_s: float = 1800.0
     output_limit: int = 1_000_000
     suite_network: bool = False  # the repository's operator switch, as on Job
@@ -57,3 +63,7 @@ class ABJob:
     suites_from: str = ""
     # Wall time for rounds after the first (seconds): no round is started that would end past it.
     budget_s: float | None = None
+    # A confirmation's candidates (the base's suite::name): only these are measured and decided.
+    only: tuple[str, ...] = ()
+    # What rounds after the first measure: "open", the benchmarks still undecided, or "all" of them.
+    later_rounds: str = "open"

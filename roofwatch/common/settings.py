@@ -11,8 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from roofwatch.common.limits import MAX_BENCHMARKS
 
 GIB = 1024 ** 3
 DEFAULT_DATA_DIR = Path.home() / ".local" / "share" / "roofwatch"
@@ -56,6 +58,12 @@ class WorkerSettings(BaseSettings):
     # every suite process: `-p no:NAME` keeps out the ones the host has for other reasons (a
     # heavy one costs seconds per process) and `-p NAME` adds one every suite should have.
     suite_pytest_addopts: str = ""
+    # Benchmarks one suite's result file (or one uploaded file) may report; past it the suite errors
+    # with this limit named. Each is a measurement held in memory until the run is stored.
+    max_benchmarks: int = Field(default=MAX_BENCHMARKS, ge=1)
+    # A folder of wheels a suite's own environment is built from, offline (pip --no-index
+    # --find-links); unset: from the package index, over the network the build step may use.
+    wheel_dir: Path | None = None
     # Hour (UTC) of the nightly full run of every default branch, started by `roofwatch beat`.
     nightly_hour: int = 2
 

@@ -17,6 +17,8 @@ class TaskName(StrEnum):
     RUN_COMMIT = "roofwatch.run_commit"  # gpu.<device class>: measure one commit (workers/tasks.py)
     RUN_AB = "roofwatch.run_ab"  # gpu.<device class>: interleaved rounds of two commits
     RUN_STARTED = "roofwatch.run_started"
+    COMPARISON_STARTED = "roofwatch.comparison_started"  # an A/B's first round begins: it is running
+    COMPARISON_PROGRESS = "roofwatch.comparison_progress"  # after each A/B round: what is open, time left
     INGEST = "roofwatch.ingest"
     ANALYZE = "roofwatch.analyze"
     INGEST_AB = "roofwatch.ingest_ab"

@@ -15,7 +15,7 @@ also covers ``k × run_noise``, the run-to-run spread measured on the series' ow
 ``UNKNOWN_RUN_NOISE_FLOOR`` are reported.
 
 The interval is a percentile bootstrap of the ratio of medians (Efron & Tibshirani 1993,
-ch. 13), seeded so a verdict is reproducible.
+ch. 13) at ``1 − alpha``, the level the test decides at, seeded so a verdict is reproducible.
 
 Cost is bounded whatever the round count: each side is first cut to a seeded reservoir of
 ``sampling.SAMPLE_LIMIT`` samples, and a bootstrap median is drawn without building its resample.
@@ -33,7 +33,8 @@ from typing import Literal
 import numpy as np
 from scipy import stats
 
-from roofwatch.service.analysis.sampling import reservoir
+from roofwatch.ab.abtest import DEFAULT_ALPHA
+from roofwatch.common.sampling import reservoir
 
 MIN_SAMPLES = 3
 MIN_HISTORY = 4  # earlier runs needed before the run-to-run spread is trusted
@@ -78,7 +79,7 @@ def run_to_run_noise(medians: list[float]) -> float | None:
 
 
 def compare(base: list[float], head: list[float], *, higher_is_better: bool = False,
-            alpha: float = 0.01, min_effect: float = 0.05, noise_k: float = 3.0,
+            alpha: float = DEFAULT_ALPHA, min_effect: float = 0.05, noise_k: float = 3.0,
             same_process: bool = False, run_noise: float | None = None,
             seed: int = 0) -> Verdict:
     """Compare two sets of samples (times in seconds unless ``higher_is_better``).
@@ -99,7 +100,8 @@ def compare(base: list[float], head: list[float], *, higher_is_better: bool = Fa
 
     rng = np.random.default_rng(seed)
     ratios = bootstrap_medians(b, BOOTSTRAP_RESAMPLES, rng) / bootstrap_medians(a, BOOTSTRAP_RESAMPLES, rng)
-    low, high = np.percentile(sign * (ratios - 1.0) * 100.0, [2.5, 97.5])
+    # At the level the p-value decides at, so the interval shown is the one the verdict used.
+    low, high = np.percentile(sign * (ratios - 1.0) * 100.0, [50 * alpha, 100 - 50 * alpha])
     floor = min_effect
     if not same_process:
         floor = max(floor, UNKNOWN_RUN_NOISE_FLOOR if run_noise is None else noise_k * run_noise)

@@ -77,20 +77,26 @@ class ArtifactDiff:
 
     def line(self) -> str:
         """``matmul[bf16, BLOCK_M=128 ..., w8 s3] sm_90: registers 168 → 232, spills 0 → 96 B, wgmma 64 → 0``."""
-        name = f"{short_kernel(self.kernel)}[{self.specialization}] {self.target}"
+        return f"{short_kernel(self.kernel)}[{self.specialization}] {self.target}: {self.what()}"
+
+    def brief(self) -> str:
+        """``matmul sm_90: registers 168 → 232, …``: the line without the specialization, for a "why" beside a
+        benchmark that names its launch already."""
+        return f"{short_kernel(self.kernel)} {self.target}: {self.what()}"
+
+    def what(self) -> str:
+        """What happened to the binary: ``registers 168 → 232, spills 0 → 96 B``, ``new``, ``no longer compiles: …``."""
         if self.kind == "added":
-            return f"{name}: new"
+            return "new"
         if self.kind == "removed":
-            return f"{name}: no longer launched"
+            return "no longer launched"
         if self.kind == "now-fails":
-            return f"{name}: no longer compiles: {self.reason}"
+            return f"no longer compiles: {self.reason}"
         if self.kind == "compiles-again":
-            return f"{name}: compiles again"
+            return "compiles again"
         parts = [f"{_label(f)} {_value(f, before)} → {_value(f, after)}" for f, before, after in self.changes]
         text = ", ".join(parts) if parts else "same counts, different SASS"
-        if self.toolchain_changed:
-            text += " (toolchain changed)"
-        return f"{name}: {text}"
+        return text + " (toolchain changed)" if self.toolchain_changed else text
 
     def as_dict(self) -> dict[str, object]:
         return {"kernel": self.kernel, "specialization": self.specialization, "target": self.target,

@@ -63,12 +63,18 @@ def failure_episodes(outcomes: Sequence[Outcome]) -> list[Episode]:
 
 @dataclass(frozen=True)
 class Point:
-    """One benchmark's measurement at one commit: the median, and the samples it came from."""
+    """One benchmark's measurement at one commit: the median, and the samples it came from.
+
+    ``files``: the content digest of the suite's files where they came from outside the commit
+    (``suites_from``, ``suites_repo``); "" for the commit's own. A step is read only between points
+    of one digest (``roofwatch.service.analysis.suite_files``).
+    """
 
     position: int
     sha: str
     median: float
     samples: tuple[float, ...] = ()
+    files: str = ""
 
 
 @dataclass(frozen=True)

@@ -14,11 +14,10 @@ overlaps a known change of the same series and direction *is* that change.
 
 from __future__ import annotations
 
+from roofwatch.common.vocabulary import CORRECTNESS_KINDS
+
 CANDIDATE, NARROWING, CONFIRMING, CONFIRMED, REJECTED = (
     "candidate", "narrowing", "confirming", "confirmed", "rejected")
-PHASES = (CANDIDATE, NARROWING, CONFIRMING, CONFIRMED, REJECTED)
-PERFORMANCE_KINDS = ("perf-regression", "perf-improvement")
-CORRECTNESS_KINDS = ("correctness-failure", "numerics-drift")
 
 
 def overlaps(start: int | None, end: int, other_start: int | None, other_end: int) -> bool:

@@ -13,6 +13,9 @@ from the series itself, each robust to the steps it may hold:
   is labelled fast or slow, and the slow mode's offset and spread are measured — unless the slow
   points sit together in a few long runs (Wald-Wolfowitz, ``RUNS_Z``): a process's mode is drawn
   afresh each run, a bump of a dozen commits is a level that moved;
+- **a floor**: a series whose every run is a floor plus a slow delay (``one_sided``: its low side
+  short against the bulk, its density flat up to the floor) shows a level in its lowest values,
+  which the change-point search then reads (``changepoints.floor_gain``);
 - **outliers**: within each mode, a point further than ``HAMPEL_K`` deviations from its running
   median (Hampel filter, Pearson 2002; windows at the ends hold only the points there, and
   within 3 commits of an end the 15-point level decides) is replaced by that median, and the rest are clipped at
@@ -34,7 +37,7 @@ import numpy as np
 from scipy import special
 
 MAD_TO_SD = 1.4826  # MAD of a normal sample × this = its standard deviation
-MODE_SEPARATION = 5.0  # gap between two modes over the spread within them
+MODE_SEPARATION = 3.5  # gap between two modes over the spread within them (an autotuner 4 % apart in 1 % noise is two modes)
 MODE_SHARE = 0.05  # the smaller mode of a stretch holds at least this share of it
 MODE_COVERAGE = 0.5  # share of the series in stretches that split cleanly, for it to be bimodal
 MODE_MIN_STRETCH = 8  # points a stretch needs before its modes are read
@@ -44,7 +47,9 @@ HAMPEL_K = 4.0
 LEVEL_HALF_WIDTH = 7  # the level outliers are replaced by and clipped towards: 15 points, so a few
 # points of an unrecognised second mode in a row do not carry it
 HUBER_K = 2.5
-RUNS_Z = -12.0  # slow points this much more bunched than interleaved modes would be are a moved level
+RUNS_Z = -6.0  # slow points this much more bunched than interleaved modes would be are a moved level (or a drift cut in two)
+ONE_SIDED = 0.8  # floor_ratio under this: a floor and a slow tail (slow-tail histories 0.51-0.93, other unimodal kinds ≥ 0.88)
+FLAT_FLOOR = 1.5  # ... and floor_flatness under this (slow-tail histories: median 1.0, 90 % under 1.5; t lower tails ≥ 2.5)
 SCALE_FLOOR = 1e-9  # a series of identical values still gets a finite scale
 
 
@@ -157,6 +162,37 @@ class Noise:
     @property
     def bimodal(self) -> bool:
         return bool(self.slow.any())
+
+
+def floor_ratio(x: np.ndarray, bounds: Sequence[int]) -> float:
+    """How far the low side reaches against the bulk: (median − 5th percentile) / interquartile range of the values
+    about each stretch's median (stretches between ``bounds``).
+
+    1.22 for normal noise, more under two-sided tails, about 1.2 with slow episodes (they move neither the low side
+    nor the quartiles much); 0.65-0.75 when every run is the floor plus a slow delay (half-normal, half-t).
+    """
+    residual = np.concatenate([x[s:e] - np.median(x[s:e]) for s, e in zip(bounds, bounds[1:]) if e > s])
+    q05, q25, q50, q75 = np.quantile(residual, [0.05, 0.25, 0.5, 0.75])
+    return float((q50 - q05) / (q75 - q25)) if q75 > q25 else math.inf
+
+
+def floor_flatness(x: np.ndarray, bounds: Sequence[int]) -> float:
+    """How flat the density is at the lowest values: (20th − 1st percentile) / (40th − 20th percentile) of the values
+    about each stretch's median (stretches between ``bounds``).
+
+    0.9 where the density is flat up to the floor (half-normal; half-t alike), 2.5 for a normal lower tail and more
+    for a heavier one: two modes the mode reading did not separate give a small ``floor_ratio`` too, but the fast
+    mode's lower tail is no floor.
+    """
+    residual = np.concatenate([x[s:e] - np.median(x[s:e]) for s, e in zip(bounds, bounds[1:]) if e > s])
+    q01, q20, q40 = np.quantile(residual, [0.01, 0.2, 0.4])
+    return float((q20 - q01) / (q40 - q20)) if q40 > q20 else math.inf
+
+
+def one_sided(x: np.ndarray, bounds: Sequence[int]) -> bool:
+    """Is the noise of log-values ``x`` a floor and a slow tail (every run the floor plus a delay), given the level
+    steps at ``bounds``? The low side reaches a short way against the bulk, and the density is flat up to it."""
+    return floor_ratio(x, bounds) < ONE_SIDED and floor_flatness(x, bounds) < FLAT_FLOOR
 
 
 def runs_z(labels: np.ndarray) -> float:

@@ -78,5 +78,12 @@ def require_token(actor: Annotated[Actor, Depends(require_actor)]) -> str:
     return actor.name
 
 
+def admin_seen(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> bool:
+    """Whether a read came with the admin token; without it (or with another) it is simply anonymous."""
+    actor = authenticate(credentials.credentials if credentials else None)
+    return actor is not None and actor.admin
+
+
 TokenDep = Annotated[str, Depends(require_token)]
 ActorDep = Annotated[Actor, Depends(require_actor)]
+AdminSeen = Annotated[bool, Depends(admin_seen)]

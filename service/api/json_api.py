@@ -11,6 +11,7 @@ from fastapi import APIRouter, HTTPException, Path, Query, Response
 from pydantic import BaseModel, Field
 from sqlmodel import select
 
+from roofwatch.common.vocabulary import TriageState
 from roofwatch.service.api.deps import TokenDep
 from roofwatch.service.api.public import (
     BenchmarkPublic,
@@ -33,7 +34,6 @@ from roofwatch.service.core.models import (
     Run,
     SuiteExecution,
     TestOutcome,
-    TriageState,
 )
 from roofwatch.service.core.requests import SessionDep
 from roofwatch.service.records import queries
@@ -97,7 +97,7 @@ def get_run(run_id: RowId, session: SessionDep) -> Any:
         "measurements": [
             {"benchmark": b.name, "benchmark_id": b.id, "median": m.median, "iqr": m.iqr, "n": m.n,
              "cv": m.cv, "achieved_flops": m.achieved_flops, "achieved_bandwidth": m.achieved_bandwidth,
-             "roofline_fraction": m.roofline_fraction}
+             "roofline_fraction": m.roofline_fraction, "ran": m.ran}
             for m, b in session.exec(
                 select(Measurement, Benchmark).join(Benchmark).where(Measurement.run_id == run_id)).all()
         ],
@@ -122,7 +122,8 @@ def get_series(benchmark_id: RowId, session: SessionDep,
     page = queries.series_page(session, benchmark, before, limit)
     following = None if page.next_before is None else \
         f"/api/benchmarks/{benchmark_id}/series?{urlencode({'before': page.next_before, 'limit': limit})}"
-    return {"benchmark": benchmark, "points": page.points, "next_before": page.next_before, "next": following}
+    return {"benchmark": benchmark, "points": page.points, "next_before": page.next_before, "next": following,
+            "events": page.events}
 
 
 @router.get("/benchmarks/{benchmark_id}/series.csv", responses=NOT_FOUND, response_class=Response)
@@ -200,6 +201,38 @@ def get_comparison(comparison_id: RowId, session: SessionDep) -> Any:
         "results": [{"benchmark": b.name, "suite": b.suite, "benchmark_id": b.id, **r.model_dump()}
                     for r, b in results_of(session, comparison_id)],
     }
+
+
+class AcceptMissingRequest(BaseModel):
+    benchmarks: list[Annotated[str, Field(min_length=1, max_length=500)]] | None = Field(
+        default=None, max_length=100, description="names (or suite::name) to accept; omitted: every missing one")
+    by: str = Field(default="", max_length=200, description="who accepts, recorded beside the token's name")
+
+
+@router.post("/comparisons/{comparison_id}/accept-missing", response_model=ComparisonDetail,
+             responses={**WRITE, 413: {"description": "a body over 64 KiB"}, 422: {"description": "a name that is not missing"}})
+def accept_missing(comparison_id: RowId, body: AcceptMissingRequest, session: SessionDep, actor: TokenDep) -> Any:
+    """Accept benchmarks of the base that are missing on the comparison's head (needs the API token).
+
+    Recorded with who and when; on a pull request it holds for its later heads too, and the
+    pull request's status and comment are published again.
+    """
+    from roofwatch.service.flows.pull_request import finish
+    from roofwatch.service.records import acceptances
+
+    comparison = session.get(Comparison, comparison_id)
+    if comparison is None or comparison.finished_at is None:
+        raise HTTPException(404, f"no finished comparison {comparison_id}")
+    who = f"{body.by.strip()} ({actor})" if body.by.strip() else actor
+    try:
+        acceptances.accept(session, comparison, who, "api", body.benchmarks)
+    except LookupError as exc:
+        raise HTTPException(422, str(exc)) from exc
+    on_pull_request = acceptances.pr_number_of(session, comparison) is not None
+    session.commit()
+    if on_pull_request:
+        finish(comparison_id)
+    return get_comparison(comparison_id, session)
 
 
 @router.get("/devices", response_model=list[DevicePublic])

@@ -29,11 +29,11 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, col, select
 
 from roofwatch.common.celery_app import CPU_QUEUE, INGEST_QUEUE
+from roofwatch.common.redelivery import HEARTBEAT_KEY
+from roofwatch.common.vocabulary import RUN_STATES
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.db import get_engine
 from roofwatch.service.core.models import DELIVERY_OUTCOMES, Device, GitHubReport, Run, WebhookDelivery, utcnow
-from roofwatch.service.core.vocabulary import RUN_STATES
-from roofwatch.workers.redelivery import HEARTBEAT_KEY
 
 log = logging.getLogger(__name__)
 

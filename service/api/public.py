@@ -42,6 +42,8 @@ class RunPublic(Public):
     trigger: str
     pr_number: int | None
     base_sha: str | None
+    # "" for a run of the default branch; else the branch of a commit off it (kept off its history).
+    branch: str
     device_id: int | None
     state: str
     idempotency_key: str
@@ -97,6 +99,11 @@ class SuiteExecutionPublic(Public):
     exit_code: int | None
     duration_s: float
     output_tail: Redacted
+    # The commit's own environment the suite ran in, where it declares one: {digest, python, packages}.
+    environment: RedactedJson
+    # Where the suite's files came from when not from the commit: {paths, repository, ref, commit, digest}.
+    suite_files: RedactedJson
+    order: dict[str, Any]  # a benchmark suite's process: {"seed", "order": [node id, ...]} as run
 
 
 class TestOutcomePublic(Public):
@@ -169,6 +176,7 @@ class ComparisonResultPublic(Public):
     reason: Redacted
     base_roofline: float | None
     head_roofline: float | None
+    attribution: RedactedJson  # why it moved: cause, one line of why, what differs, the evidence
 
 
 class MeasurementPublic(Public):
@@ -181,6 +189,7 @@ class MeasurementPublic(Public):
     achieved_flops: float | None
     achieved_bandwidth: float | None
     roofline_fraction: float | None
+    ran: dict[str, Any]  # what it ran: the repository files it imported (path → hash), the kernels it launched
 
 
 class RunDetail(Public):
@@ -197,6 +206,10 @@ class SeriesPage(Public):
     points: list[dict[str, Any]]  # the columns of records.queries.series_page, one object per measurement
     next_before: int | None
     next: str | None
+    # Where the suite's files from outside the commit (suites_from, suites_repo) changed among these points:
+    # {kind: "benchmark-files", position, sha, run_id, before, after}, before/after each {paths, repository,
+    # ref, commit, digest} ({}: the commit's own files). An event on the series, never a new series.
+    events: list[RedactedJson]
 
 
 class ComparisonDetail(Public):

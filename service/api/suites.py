@@ -1,10 +1,10 @@
 """``/api/repositories/{owner}/{name}/suites``: a repository's stored suite config and its versions.
 
-``GET`` shows the version in force and every earlier one (credentials in URLs and GitHub tokens
-masked); ``PUT`` (bearer token) keeps a new
-version, validated exactly as ``roofwatch repo set-suites`` validates a file. The body is the
-TOML itself (any content type but JSON; ``?origin=`` names it) or the JSON form
-``{"content": "<TOML>", "origin": "suites.toml"}``.
+``GET`` shows the version in force and every earlier one, credentials in URLs and GitHub tokens
+masked and, unless the admin token is sent, every value of every suite's ``env`` (where API keys
+for a suite live) shown as ``***``; ``PUT`` (bearer token) keeps a new version, validated exactly
+as ``roofwatch repo set-suites`` validates a file. The body is the TOML itself (any content type
+but JSON; ``?origin=`` names it) or the JSON form ``{"content": "<TOML>", "origin": "suites.toml"}``.
 """
 
 from __future__ import annotations
@@ -12,18 +12,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
+import tomlkit
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 from pydantic import BaseModel, Field, ValidationError
 from sqlmodel import Session, col, select
 from starlette.concurrency import run_in_threadpool
+from tomlkit.exceptions import TOMLKitError
 
 from roofwatch.common.errors import SuiteConfigError
-from roofwatch.common.redaction import redact
-from roofwatch.service.api.deps import TokenDep
+from roofwatch.common.redaction import MASK, MIN_REMEMBERED_LENGTH, redact
+from roofwatch.service.api.deps import AdminSeen, TokenDep
 from roofwatch.service.core.models import Repository, SuiteConfig
 from roofwatch.service.core.requests import SessionDep
 from roofwatch.service.records.suite_configs import store
-from roofwatch.workers.external_suites import parse_suites_file
+from roofwatch.suite_config.external import parse_suites_file
 
 router = APIRouter(prefix="/api", tags=["api"])
 
@@ -44,6 +46,7 @@ class SuiteVersion(BaseModel):
     origin: str
     created_at: datetime
     content: str
+    env_masked: bool = Field(description="the values of every suite's env are shown as *** (no admin token sent)")
 
 
 class StoredSuites(BaseModel):
@@ -80,12 +83,46 @@ def _repository(session: Session, owner: str, name: str) -> Repository:
     return found
 
 
-def _stored(session: Session, repository: Repository) -> StoredSuites:
+UNMASKABLE = ("# not shown: this version cannot be read as TOML to mask the values of its env tables;\n"
+              "# the admin token shows it\n")
+
+
+def env_masked(content: str) -> str:
+    """``content`` with every value of every suite's ``env`` shown as ``***``, wherever else it appears too.
+
+    The document is edited, not rewritten (tomlkit keeps its comments and layout); a value long
+    enough to mask by value (as configured secrets are) is masked anywhere else in the text too,
+    say in a ``setup`` command or a comment.
+    """
+    try:
+        document = tomlkit.parse(content)
+        tool = document.get("tool")
+        roofwatch_table = tool.get("roofwatch") if isinstance(tool, dict) else None
+        suites = roofwatch_table.get("suites") if isinstance(roofwatch_table, dict) else None
+        values: set[str] = set()
+        for suite in suites if isinstance(suites, list) else []:
+            env = suite.get("env") if isinstance(suite, dict) else None
+            if not isinstance(env, dict):
+                continue
+            for key in list(env):
+                values.add(str(env[key]))
+                env[key] = MASK
+        masked = tomlkit.dumps(document)
+    except (TOMLKitError, RecursionError, ValueError):
+        return UNMASKABLE
+    for value in sorted((v for v in values if len(v) >= MIN_REMEMBERED_LENGTH), key=len, reverse=True):
+        masked = masked.replace(value, MASK)
+    return masked
+
+
+def _stored(session: Session, repository: Repository, admin: bool = False) -> StoredSuites:
     rows = session.exec(select(SuiteConfig).where(SuiteConfig.repository_id == repository.id)
                         .order_by(col(SuiteConfig.version))).all()
-    # Unauthenticated like every GET: a suites_repo URL may carry a token, never shown.
+    # Unauthenticated like every GET: a suites_repo URL may carry a token, never shown, and a
+    # suite's env holds the API keys it needs, shown to the admin token only.
     versions = [SuiteVersion(version=r.version, origin=redact(r.origin), created_at=r.created_at,
-                             content=redact(r.content)) for r in rows]
+                             content=redact(r.content if admin else env_masked(r.content)), env_masked=not admin)
+                for r in rows]
     if not versions:
         return StoredSuites(repository=repository.full_name, current=None)
     try:
@@ -97,9 +134,9 @@ def _stored(session: Session, repository: Repository) -> StoredSuites:
 
 
 @router.get("/repositories/{owner}/{name}/suites", responses=NOT_FOUND)
-def get_suites(owner: str, name: str, session: SessionDep) -> StoredSuites:
-    """The stored suite config in force and every earlier version."""
-    return _stored(session, _repository(session, owner, name))
+def get_suites(owner: str, name: str, session: SessionDep, admin: AdminSeen) -> StoredSuites:
+    """The stored suite config in force and every earlier version; env values as ``***`` without the admin token."""
+    return _stored(session, _repository(session, owner, name), admin)
 
 
 def _body(raw: bytes, content_type: str, origin: str) -> SuitesBody:
@@ -125,7 +162,7 @@ def _put(session: Session, owner: str, name: str, body: SuitesBody) -> tuple[Sto
     except SuiteConfigError as exc:
         raise HTTPException(422, str(exc)) from exc
     session.commit()
-    return _stored(session, repository), before is None or config.version != before.version
+    return _stored(session, repository, admin=True), before is None or config.version != before.version
 
 
 @router.put("/repositories/{owner}/{name}/suites", responses=WRITE, openapi_extra=BODY)

@@ -11,12 +11,12 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from roofwatch.common.errors import RoofwatchError, UnknownRepository
+from roofwatch.result_files.uploads import FORMATS, UploadFormatError
 from roofwatch.service.api.deps import Actor, ActorDep
 from roofwatch.service.api.request_limits import UPLOAD_BYTES
 from roofwatch.service.core.db import session_scope
 from roofwatch.service.flows.upload import UploadRequest, upload_and_report
 from roofwatch.service.records.repositories import find_repository
-from roofwatch.service.records.upload_formats import FORMATS, UploadFormatError
 
 router = APIRouter(prefix="/api", tags=["api"])
 

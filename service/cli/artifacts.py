@@ -8,8 +8,8 @@ from sqlmodel import Session, col, select
 
 from roofwatch.service.core.errors import ArtifactLookupError
 from roofwatch.service.core.models import Commit, CompiledArtifact
+from roofwatch.service.flows.repositories import resolve_repository
 from roofwatch.service.records import compiled_artifacts
-from roofwatch.service.records.repositories import resolve_repository
 
 
 def artifacts_of(session: Session, repo: str, commit: str) -> tuple[str, list[CompiledArtifact]]:

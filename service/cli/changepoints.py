@@ -62,8 +62,12 @@ def _number(cell: str, path: Path, line: int, column: str) -> float:
         raise CsvHistoryError(f"{path}:{line}: column {column!r} holds {text[:40]!r}, not a number") from None
 
 
-def find(history: History) -> dict[str, list[dict[str, Any]]]:
-    """The ``changepoints --format json`` contract: per column, its change points."""
+def find(history: History, min_effect: float) -> dict[str, list[dict[str, Any]]]:
+    """The ``changepoints --format json`` contract: per column, its change points of at least ``min_effect``.
+
+    An external history has no A/B to hold a candidate to the team's floor, so the floor is applied here:
+    a step well inside it is not worth a reader's time even where the series is quiet enough to show it.
+    """
     out: dict[str, list[dict[str, Any]]] = {}
     for name, values in history.columns.items():
         out[name] = [{
@@ -71,5 +75,5 @@ def find(history: History) -> dict[str, list[dict[str, Any]]]:
             "change_pct": cp.change_pct, "p_value": cp.p_value, "ci_low": cp.ci_low, "ci_high": cp.ci_high,
             "shift": cp.shift, "modes": list(cp.modes) if cp.modes else None,
             "slow_share": list(cp.slow_share) if cp.slow_share else None,
-        } for cp in changepoints.detect(values)]
+        } for cp in changepoints.detect(values, min_effect=min_effect)]
     return out

@@ -15,7 +15,7 @@ from rich.table import Table
 from roofwatch.common.redaction import redact
 from roofwatch.service.cli import suites as suites_command
 from roofwatch.service.cli import upload as upload_command
-from roofwatch.service.cli.consoles import inert, make_console
+from roofwatch.service.cli.consoles import inert, inert_lines, make_console
 from roofwatch.service.cli.database import prepare_database
 from roofwatch.service.core.config import get_settings
 
@@ -35,7 +35,7 @@ err = make_console(stderr=True)
 
 def _fail(message: str, code: int = 2) -> None:
     # The message may quote a commit, a suite or a URL: never markup, never a credential.
-    err.print(f"[bold red]error:[/] {inert(redact(message))}")
+    err.print(f"[bold red]error:[/] {inert_lines(redact(message))}")
     raise typer.Exit(code)
 
 
@@ -184,8 +184,8 @@ def run(
         _fail(f"--format must be table or json, not {format_!r}")
     prepare_database()
     if calibrate_first and get_settings().embedded:
+        from roofwatch.common.device import probe
         from roofwatch.service.cli.calibration import calibrate_first_time, modelled_device_of
-        from roofwatch.workers.device import probe
 
         model = modelled_device_of(repo)
         if model is None:
@@ -282,10 +282,10 @@ def calibrate(
     Stored on the device's record (embedded: in-process; with a broker: through the ingest
     queue) and cached for `roofwatch worker` on this host.
     """
+    from roofwatch.common.device import probe
     from roofwatch.service.cli.calibration import measure, show
     from roofwatch.service.cli.calibration import store as store_peaks
     from roofwatch.workers.calibrate import CalibrationError
-    from roofwatch.workers.device import probe
 
     info = probe(gpu or 0)
     try:
@@ -305,6 +305,7 @@ def regressions(
     """The detected changes (the id is what `roofwatch triage ID` takes)."""
     if format_ not in ("table", "json"):
         _fail(f"--format must be table or json, not {format_!r}")
+    from roofwatch.service.analysis.failure_groups import parametrizations_text
     from roofwatch.service.core.db import session_scope
     from roofwatch.service.core.errors import RoofwatchError
     from roofwatch.service.core.units import bounds_text
@@ -329,9 +330,15 @@ def regressions(
             f"{row['metric']} {row['metric_change_pct']:+.1f} %".replace("-", "−")
         interval = bounds_text(*row["metric_ci"]) if row["metric_ci"] else ""
         p = "" if row["p_value"] is None else f"{row['p_value']:.2g}"
-        table.add_row(str(row["id"]), inert(row["benchmark"]), inert(row["suite"]), inert(row["kind"]), inert(commit),
+        # A correctness change of several parametrizations is one row: which ones, on a line of its own.
+        tests = parametrizations_text(row["tests"])
+        name = inert(row["benchmark"]) + (f"\n[dim]{inert(tests)}[/]" if tests else "")
+        table.add_row(str(row["id"]), name, inert(row["suite"]), inert(row["kind"]), inert(commit),
                       pct, interval, p, inert(row["state"]))
     console.print(table if rows else "no changes detected")
+    for row in rows:
+        if row.get("why"):
+            console.print(f"#{row['id']} {inert(row['benchmark'])}: why: {inert(row['why'])}", highlight=False)
 
 
 @app.command()
@@ -365,24 +372,31 @@ def compare(
     head: Annotated[str, typer.Argument(help="head revision")],
     repo: Annotated[str, typer.Option("--repo", help="registered OWNER/NAME, local path or clone URL")] = ".",
     min_rounds: Annotated[int | None, typer.Option("--min-rounds", min=3, help="rounds before a verdict")] = None,
-    max_rounds: Annotated[int | None, typer.Option("--max-rounds", min=3, help="cap for inconclusive ones")] = None,
+    max_rounds: Annotated[int | None, typer.Option(
+        "--max-rounds", min=3, help="rounds to measure an undecided benchmark up to, even one its first rounds "
+                                    "project to need more")] = None,
     format_: Annotated[str, typer.Option("--format", help="table | json")] = "table",
     wait: Annotated[bool, typer.Option("--wait/--no-wait", help="with a broker: wait for the verdict")] = True,
     suites: Annotated[Path | None, typer.Option(
         "--suites", help="one-off: suites from this TOML file (same tables as pyproject.toml), not stored")] = None,
     suites_from: Annotated[str | None, typer.Option(
         "--suites-from", help="backfill: every suite with suite_paths runs with those paths taken from REF")] = None,
+    accept_missing: Annotated[bool, typer.Option(
+        "--accept-missing", help="accept benchmarks of BASE that HEAD no longer reports (recorded with your name)")] = False,
 ) -> None:
     """Interleaved A/B of BASE and HEAD on this machine's device; a verdict per benchmark.
 
-    Exit status: 0 no change or improvement, 1 regression or new test failure,
-    3 inconclusive at the round cap, 2 bad input or a comparison that could not run.
+    BASE judges both sides: its suites, min_effect and renames (or the stored config's) measure
+    HEAD too; what HEAD's own [tool.roofwatch] would change is listed. Exit status: 0 no change or
+    improvement, 1 regression, new test failure or a benchmark of BASE missing on HEAD (unless
+    accepted), 3 inconclusive at the round cap, 2 bad input or a comparison that could not run.
     """
     from roofwatch.service.cli.compare import CompareRequest, execute, render
 
     prepare_database()
     out = err if format_ == "json" else console
-    code, data = execute(CompareRequest(repo, base, head, min_rounds, max_rounds, wait, suites, suites_from), out)
+    code, data = execute(CompareRequest(repo, base, head, min_rounds, max_rounds, wait, suites, suites_from,
+                                        accept_missing), out)
     if data is not None:
         if format_ == "json":
             sys.stdout.write(json.dumps(data, indent=2) + "\n")
@@ -427,15 +441,18 @@ def verdict(
 def changepoints(
     csv_file: Annotated[str, typer.Option("--csv", help="columns: commit, then one number per benchmark")],
     format_: Annotated[str, typer.Option("--format", help="table | json")] = "table",
+    min_effect: Annotated[str, typer.Option(
+        "--min-effect", help="the smallest change reported, e.g. 2% (0.1% at the least)")] = "2%",
 ) -> None:
     """Change points in an external history, one row per commit, oldest first."""
     from pathlib import Path
 
     from roofwatch.service.cli.changepoints import CsvHistoryError, find, read_history
+    from roofwatch.suite_config.min_effect import parse_min_effect
 
     try:
-        found = find(read_history(Path(csv_file)))
-    except CsvHistoryError as exc:
+        found = find(read_history(Path(csv_file)), parse_min_effect(min_effect))
+    except (CsvHistoryError, ValueError) as exc:
         _fail(str(exc))
     if format_ == "json":
         sys.stdout.write(json.dumps(found, indent=2) + "\n")
@@ -483,36 +500,73 @@ def init(
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="where to write the suites file (default: roofwatch-suites.toml in PATH)")] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing suites file")] = False,
+    triton_interpret: Annotated[bool | None, typer.Option(
+        "--triton-interpret/--no-triton-interpret",
+        help="run a kernel repository's Triton kernels in the interpreter (default: when this machine has no GPU)",
+        show_default=False)] = None,
 ) -> None:
-    """Write a suites file for a repository that has none: its pytest-benchmark tests, src/ layout and extras."""
+    """Write a suites file for a repository that has none: its pytest-benchmark tests, src/ layout and extras;
+    for a Triton kernel repository, the tests of its kernels a CPU can run and a kernel_benchmark file."""
     from roofwatch.service.cli.consoles import make_console as plain_console
-    from roofwatch.workers.external_suites import parse_suites_file
+    from roofwatch.suite_config.external import parse_suites_file
+    from roofwatch.workers import prerequisites
+    from roofwatch.workers.benchmark_template import BENCHMARK_FILE, benchmark_file
     from roofwatch.workers.suite_discovery import discover, suites_toml
 
     root = path.expanduser().resolve()
     if not root.is_dir():
         _fail(f"{path} is not a folder")
     found = discover(root)
-    if not found.benchmark_dirs and not found.test_dirs:
+    kernels = found.kernels
+    if not found.benchmark_dirs and not found.test_dirs and not kernels.tests:
+        for why in found.skipped:
+            err.print(f"  [yellow]left out: {inert(why)}[/]")
         _fail(f"no pytest-benchmark tests (a test taking the `benchmark` fixture) and no tests/ folder under {root}")
-    text = suites_toml(found)
-    parse_suites_file(text)  # what init writes, run and repo add read
     target = output or root / "roofwatch-suites.toml"
     if target.exists() and not force:
         _fail(f"{target} exists; --force overwrites it")
+    interpret = False
+    if kernels.modules:
+        interpret = not prerequisites.gpu().ok if triton_interpret is None else triton_interpret
+    generated: str | None = None
+    tested = [module for module in kernels.modules if module.name in kernels.tested] or kernels.modules
+    tested = [module for module in tested if "backends" not in module.name.split(".")[:-1]] or tested
+    if kernels.modules and not found.benchmark_dirs:
+        bench = root / BENCHMARK_FILE
+        if bench.exists() and not force:
+            _fail(f"{bench} exists; --force overwrites it")
+        bench.parent.mkdir(exist_ok=True)
+        bench.write_text(benchmark_file(root.name, tested), encoding="utf-8")
+        generated = BENCHMARK_FILE
+    text = suites_toml(found, interpret=interpret, generated_benchmarks=generated)
+    parse_suites_file(text)  # what init writes, run and repo add read
     target.write_text(text, encoding="utf-8")
     plain = plain_console()
     plain.print(escape(text), highlight=False)
     found_lines = [f"benchmarks: {', '.join(found.benchmark_dirs) or 'none'} ({found.benchmark_files} file(s))",
                    f"tests: {', '.join(found.test_dirs) or 'none'}",
                    "layout: src/ (env PYTHONPATH=src)" if found.src_layout else "layout: flat",
-                   f"installed by setup: {', '.join(found.install) or 'nothing'}"]
+                   "environment: " + (f"the commit's own, project .{'[' + ','.join(found.extras) + ']' if found.extras else ''}"
+                                      f" (for {', '.join(found.install)})" if found.install else "roofwatch's interpreter")]
+    if kernels.modules:
+        found_lines += [f"Triton kernels: {len(kernels.modules)} module(s); their tests a CPU can run: {len(kernels.tests)} "
+                        f"file(s) ({len(kernels.cuda_only)} CUDA-only and {kernels.other_tests} other test file(s) left out)",
+                        "Triton interpreter: " + ("TRITON_INTERPRET=1 (no GPU here) with --roofwatch-triton-compat"
+                                                  if interpret else "off (kernels are compiled for the GPU)")]
+    if generated:
+        found_lines.append(f"wrote {generated}: {min(len(tested), 200)} kernel_benchmark(s) that skip until their "
+                           "call is written (TODO(roofwatch)); FLOPs and bytes too, for the roofline")
     for line in found_lines:
         console.print(f"  {escape(line)}")
     for name in found.unresolved:
         console.print(f"  [yellow]imported but neither installed nor declared: {escape(name)}[/]")
+    for why in found.skipped:
+        console.print(f"  [yellow]left out: {inert(why)}[/]")
     name = f"local/{root.name}"
+    commit_first = f"  git -C {escape(str(root))} add {generated} && git -C {escape(str(root))} commit -m 'roofwatch benchmarks'  " \
+        "(suites run what each commit holds)\n" if generated else ""
     console.print(f"wrote {escape(str(target))}\nnext (stored suites serve every run, confirmation A/Bs included):\n"
+                  f"{commit_first}"
                   f"  roofwatch repo add {escape(name)} --clone-url {escape(str(root))} --suites {escape(str(target))}\n"
                   f"  roofwatch run --repo {escape(name)} --last 5")
 

@@ -11,6 +11,7 @@ from sqlmodel import Session
 
 from roofwatch.service.core.db import session_scope
 from roofwatch.service.core.models import Comparison, Run
+from roofwatch.service.core.units import seconds
 from roofwatch.workers.activity import Activity
 
 # What each reason is called on the terminal; a reason not listed is shown as stored.
@@ -26,7 +27,10 @@ def describe(activity: Activity, purpose: str, own_label: str | None = None) -> 
     state = "running" if activity.event == "start" else activity.event
     if activity.kind == "comparison":
         base, head = activity.commits
-        return (f"{purpose} {short(base)}..{short(head)} · round {activity.round}/{activity.rounds}"
+        still = ""
+        if activity.open is not None:
+            still = f" · {activity.open} open" + (f", ~{seconds(activity.eta_s)} left" if activity.eta_s else "")
+        return (f"{purpose} {short(base)}..{short(head)} · round {activity.round}/{activity.rounds}{still}"
                 f" · {activity.side} {activity.suite}: {state}")
     if own_label is not None:
         return f"{own_label} · {activity.suite}: {state}"

@@ -12,37 +12,29 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.padding import Padding
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
-from rich.text import Text
-from sqlmodel import select
 
-from roofwatch.common.errors import CheckoutError, SuiteConfigError
+from roofwatch.common.device import probe
 from roofwatch.common.redaction import redact
 from roofwatch.common.task_names import queue_name
-from roofwatch.service.cli.consoles import inert
+from roofwatch.common.vocabulary import PASSING_STATES
+from roofwatch.git.checkout import CommitInfo
+from roofwatch.service.analysis import lifecycle
+from roofwatch.service.cli.consoles import inert, inert_lines
 from roofwatch.service.cli.progress import Purposes, describe
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.db import session_scope
 from roofwatch.service.core.errors import RoofwatchError
 from roofwatch.service.core.links import dashboard_url
-from roofwatch.service.core.models import Change, Measurement, Run, SuiteExecution, TestOutcome
-from roofwatch.service.flows import manual
+from roofwatch.service.flows import manual, run_selection
 from roofwatch.service.flows.detection import analysis_progress
 from roofwatch.service.flows.measure import submit
-from roofwatch.service.records.changes import shown
-from roofwatch.service.records.repositories import mirror_and_source, resolve_repository
-from roofwatch.service.records.runs import find_commit
-from roofwatch.service.records.suite_configs import current
-from roofwatch.workers import checkout, prerequisites
+from roofwatch.service.records.run_summaries import newest_runs
+from roofwatch.workers import prerequisites
 from roofwatch.workers.activity import Activity, local_activity
-from roofwatch.workers.device import probe
-from roofwatch.workers.external_suites import choose, parse_suites_file
-from roofwatch.workers.suite_config import parse_toml, suites_in
 
-DEFAULT_LAST = 1
-OUTPUT_TAIL_LINES = 15  # of a failed suite's output, printed under the summary
+TAIL_SHOWN = 20_000  # characters of those lines printed (a minified line or a tensor dump is cut)
 
 
 @dataclass
@@ -58,53 +50,6 @@ class RunRequest:
     suites_from: str | None = None  # backfill REF, resolved where the user's revision names mean what they see
 
 
-def select_commits(source_repo: Path, request: RunRequest) -> list[str]:
-    """SHAs to measure, oldest first, without repeats."""
-    shas: list[str] = []
-    if request.range_spec:
-        shas += checkout.rev_range(source_repo, request.range_spec)
-    if request.last:
-        for rev in request.revs or ["HEAD"]:
-            shas += checkout.recent(source_repo, rev, request.last)
-    else:
-        shas += [checkout.resolve(source_repo, rev) for rev in request.revs]
-    if not shas:
-        shas = checkout.recent(source_repo, "HEAD", DEFAULT_LAST)
-    return list(dict.fromkeys(shas))
-
-
-def one_off_suites(suites_file: Path | None, suites_from: str | None, source_repo: Path) -> dict[str, Any]:
-    """Job fields (a run's or an A/B's) for ``--suites FILE`` and ``--suites-from REF``, checked before anything runs."""
-    fields: dict[str, Any] = {}
-    if suites_file is not None:
-        text = suites_file.read_text(encoding="utf-8")
-        parse_suites_file(text)
-        fields |= {"suites_toml": text, "suites_label": f"--suites {suites_file.name}"}
-    if suites_from:
-        fields["suites_from"] = checkout.resolve(source_repo, suites_from)
-    return fields
-
-
-def gpu_suites(source_repo: Path, sha: str, suites_toml: str) -> list[str]:
-    """The suites that say they need a GPU (``gpu = true``), as the newest commit to run declares them.
-
-    The commit's own ``pyproject.toml`` is read from git without checking anything out, and chosen
-    between it and ``suites_toml`` (a suites file, stored or one-off) as the worker will choose. A
-    file that cannot be read here names no suite: the run itself reports what is wrong with it.
-    """
-    try:
-        try:
-            text = checkout.git("show", f"{sha}:pyproject.toml", cwd=source_repo, local_files=True)
-        except CheckoutError:  # no pyproject.toml in the commit
-            own = None
-        else:
-            own = suites_in(parse_toml(text, "pyproject.toml"))
-        specs, _ = choose(own, suites_toml, "")
-    except SuiteConfigError:
-        return []
-    return [spec.name for spec in specs or [] if spec.gpu]
-
-
 def execute(request: RunRequest, console: Console, report: Report | None = None) -> int:
     """Run the request; the process exit code (0 ok, 1 failures or errors, 2 bad input).
 
@@ -113,24 +58,19 @@ def execute(request: RunRequest, console: Console, report: Report | None = None)
     report = report or partial(_summary, console)
     settings = get_settings()
     try:
-        with session_scope() as session:
-            repository = resolve_repository(session, request.repo)
-        mirror, source = mirror_and_source(repository, settings.mirrors_dir)
-        shas = select_commits(source, request)
-        # In branch order (first-parent position, never dates): each commit is analysed after the ones before it.
-        infos = sorted((checkout.commit_info(mirror, sha) for sha in shas), key=lambda i: i.position)
-        one_off = one_off_suites(request.suites_file, request.suites_from, source)
+        prepared = run_selection.prepare(request.repo, run_selection.Selection(tuple(request.revs), request.range_spec,
+                                                                                 request.last),
+                                         settings, request.suites_file, request.suites_from)
     except (RoofwatchError, OSError) as exc:
-        console.print(f"[bold red]error:[/] {inert(redact(str(exc)))}")
+        console.print(f"[bold red]error:[/] {inert_lines(redact(str(exc)))}")
         return 2
+    repository, infos, default, off_branch, one_off = (prepared.repository, prepared.infos, prepared.default,
+                                                       prepared.off_branch, prepared.one_off)
 
     if settings.embedded:
         # This process measures: a missing sandbox or git, or a GPU that a suite says it needs,
         # would fail every commit the same way.
-        with session_scope() as session:
-            stored = current(session, repository.id)  # type: ignore[arg-type]
-            stored_toml = stored.content if stored else ""
-        needing = gpu_suites(source, infos[-1].sha, one_off.get("suites_toml") or stored_toml) if infos else []
+        needing = run_selection.suites_needing_a_gpu(prepared)
         lacking = prerequisites.missing([*prerequisites.for_running(settings), *prerequisites.for_suites(needing)])
         for check in lacking:
             console.print(f"[bold red]error:[/] {escape(check.name)}: {escape(check.found)}\n  fix: {escape(check.fix)}")
@@ -140,13 +80,17 @@ def execute(request: RunRequest, console: Console, report: Report | None = None)
 
     device = probe()
     queue = queue_name(request.device_class or device.device_class)
+    for sha, off in off_branch.items():
+        main = default.name if default else "the default branch"
+        console.print(f"{sha[:12]} is on {inert(off.branch)}, not on {inert(main)}: measured as a branch run, "
+                      f"kept off {inert(main)}'s history")
     recorded = manual.plan(repository.id, infos, device.fingerprint, force=request.force,  # type: ignore[arg-type]
-                           skip_measured=settings.embedded)
+                           skip_measured=settings.embedded, off_branch=off_branch)
     planned = recorded.queued
     for sha in recorded.skipped:
         console.print(f"[dim]{sha[:12]} already measured on {inert(device.device_class)} (use --force to re-run)[/]")
     if not planned:
-        report(_runs_for(infos, repository.id, device.fingerprint))  # type: ignore[arg-type]
+        report(_runs_for(infos, repository.id))  # type: ignore[arg-type]
         return 0
 
     mode = "in-process" if settings.embedded else f"queue {queue}"
@@ -191,49 +135,26 @@ def execute(request: RunRequest, console: Console, report: Report | None = None)
     if not settings.embedded and not request.wait:
         console.print(f"enqueued {len(planned)} run(s): " + ", ".join(str(r) for r, _ in planned))
         return 0
-    runs = _runs_for(infos, repository.id, device.fingerprint)  # type: ignore[arg-type]
+    runs = _runs_for(infos, repository.id)  # type: ignore[arg-type]
     report(runs)
-    return 0 if all(r["state"] in ("succeeded", "skipped") and r["analysis"] != "failed" for r in runs) else 1
+    return 0 if all(r["state"] in PASSING_STATES and r["analysis"] != "failed" for r in runs) else 1
 
 
-def _runs_for(infos: list[checkout.CommitInfo], repository_id: int, fingerprint: str) -> list[dict[str, object]]:
-    """The newest run of each commit, with counts for the summary table."""
-    rows: list[dict[str, object]] = []
+def _runs_for(infos: list[CommitInfo], repository_id: int) -> list[dict[str, object]]:
     with session_scope() as session:
-        for info in infos:
-            commit = find_commit(session, repository_id, info.sha)
-            if commit is None:
-                continue
-            run = session.exec(select(Run).where(Run.commit_id == commit.id)
-                               .order_by(Run.id.desc())).first()  # type: ignore[union-attr]
-            if run is None:
-                continue
-            outcomes = session.exec(select(TestOutcome.outcome).where(TestOutcome.run_id == run.id)).all()
-            measurements = session.exec(select(Measurement.id).where(Measurement.run_id == run.id)).all()
-            changes = session.exec(select(Change).where(Change.detected_run_id == run.id, shown())).all()
-            not_passed = session.exec(select(SuiteExecution).where(
-                SuiteExecution.run_id == run.id, SuiteExecution.status != "passed")
-                .order_by(SuiteExecution.id)).all()  # type: ignore[arg-type]
-            rows.append({
-                "run": run.id, "sha": info.sha, "title": info.message.splitlines()[0] if info.message else "",
-                "state": run.state, "passed": sum(o == "passed" for o in outcomes),
-                "failed": sum(o in ("failed", "error") for o in outcomes),
-                "benchmarks": len(measurements),
-                "changes": sorted({c.kind for c in changes}), "reason": run.error,
-                "analysis": run.analysis_state, "analysis_error": run.analysis_error,
-                "suites": [{"name": s.name, "status": s.status, "reason": s.reason, "exit_code": s.exit_code,
-                            "output_tail": "\n".join(s.output_tail.splitlines()[-OUTPUT_TAIL_LINES:])}
-                           for s in not_passed],
-            })
-    return rows
+        return newest_runs(session, repository_id, [(info.sha, info.message) for info in infos])
 
 
 Report = Callable[[list[dict[str, object]]], None]
 
 
 def write_json(rows: list[dict[str, object]]) -> None:
-    """``--format json``: one object per commit, oldest first (run, sha, title, state, passed,
-    failed, benchmarks, changes (kinds detected by that run), reason, analysis ("", pending,
+    """``--format json``: one object per commit, oldest first (run, sha, title, branch (null for a commit
+    of the default branch; else the branch of a commit off it, whose run is kept off the default branch's
+    history), branch_base (where that branch left the default branch), state, passed,
+    failed, benchmarks, changes (kinds of the changes that run found and an A/B confirmed), candidates
+    (steps it showed that no A/B has confirmed: suite, benchmark, step_pct — the median's move, + is
+    up, no direction claimed —, phase, good, bad, why: a rejection's reason), reason, analysis ("", pending,
     running, done, failed), analysis_error, suites (each suite that did not pass: name, status,
     reason, exit_code, output_tail: its last lines))."""
     sys.stdout.write(json.dumps(rows, indent=2) + "\n")
@@ -243,26 +164,55 @@ STATE_STYLE = {"succeeded": "green", "failed": "red", "errored": "red", "skipped
 
 
 def _summary(console: Console, rows: list[dict[str, object]]) -> None:
-    table = Table("run", "commit", "state", "tests ok", "failed", "benchmarks", "changes")
+    table = Table("run", "commit", "state", "tests ok", "failed", "benchmarks", "changes", "candidates")
     # On a terminal long titles are cut to keep one line per commit; in a log or a pipe they print whole.
     table.add_column("title", max_width=40 if console.is_terminal else None, no_wrap=True, overflow="ellipsis")
     for row in rows:
         style = STATE_STYLE.get(str(row["state"]), "")
         table.add_row(str(row["run"]), str(row["sha"])[:12], f"[{style}]{row['state']}[/]",
                       str(row["passed"]), str(row["failed"]), str(row["benchmarks"]),
-                      inert(", ".join(row["changes"])), inert(row["title"]))  # type: ignore[arg-type]
+                      inert(", ".join(row["changes"])), str(len(row["candidates"]) or ""),  # type: ignore[arg-type]
+                      inert(row["title"]))
     console.print(table)
     for row in rows:
+        if row["branch"]:
+            base = str(row["branch_base"] or "")[:12]
+            said = f"branch run on {inert(row['branch'])}, kept off the default branch's history"
+            if base:
+                said += f"; roofwatch compare {base} {str(row['sha'])[:12]} measures it against where it left"
+            console.print(f"[dim]{str(row['sha'])[:12]}: {said}[/]")
         if row["reason"] and row["state"] != "succeeded":
-            console.print(f"[dim]{str(row['sha'])[:12]}: {inert(row['reason'])}[/]")
+            console.print(f"[dim]{str(row['sha'])[:12]}: {inert_lines(row['reason'])}[/]")
         for suite in row["suites"]:  # type: ignore[attr-defined]
             console.print(f"{str(row['sha'])[:12]} suite [bold]{inert(suite['name'])}[/] {suite['status']}: "
-                          f"{inert(suite['reason'] or 'no reason recorded')}")
+                          f"{inert_lines(suite['reason'] or 'no reason recorded')}")
             if suite["output_tail"].strip():
-                console.print(Padding(Text(suite["output_tail"], style="dim"), (0, 0, 0, 4)))
+                # As printed, indented, every line its own (a padded block would fill each line to the width of
+                # a log's console with spaces), its controls written out (a suite's colours stay in the suite).
+                console.print(f"[dim]    {inert_lines(suite['output_tail'], indent='    ', limit=TAIL_SHOWN)}[/]",
+                              highlight=False)
+        for candidate in row["candidates"]:  # type: ignore[attr-defined]
+            console.print(f"[dim]{str(row['sha'])[:12]} {_candidate_line(candidate)}[/]")
         if row["analysis"] == "failed":
             console.print(f"[red]{str(row['sha'])[:12]}: analysis failed, its changes are not known: "
-                          f"{inert(row['analysis_error'])}[/]")
+                          f"{inert_lines(row['analysis_error'])}[/]")
         elif row["analysis"] in ("pending", "running"):
             console.print(f"[yellow]{str(row['sha'])[:12]}: analysis {row['analysis']}, its changes are not known yet[/]")
     console.print(f"dashboard: roofwatch serve, then {dashboard_url()}")
+
+
+PHASE_WORDS = {lifecycle.CANDIDATE: "waiting for its A/B", lifecycle.NARROWING: "being narrowed to one commit",
+               lifecycle.CONFIRMING: "waiting for its A/B", lifecycle.REJECTED: "not confirmed by its A/B"}
+
+
+def _candidate_line(candidate: dict[str, Any]) -> str:
+    """``candidate step +12.3 % in benchmarks::test_x (a1b2..c3d4), not confirmed by its A/B: …``: a median's
+    move, which one process per commit cannot call slower or faster; ``roofwatch compare`` can."""
+    step = candidate["step_pct"]
+    size = f"{step:+.1f} % " if isinstance(step, float) else ""
+    good, bad = str(candidate["good"] or "")[:12], str(candidate["bad"] or "")[:12]
+    line = (f"candidate step {size}in {inert(candidate['suite'])}::{inert(candidate['benchmark'])} ({good}..{bad}), "
+            f"{PHASE_WORDS.get(candidate['phase'], candidate['phase'])}")
+    if candidate["why"]:
+        line += f": {inert(candidate['why'])}"
+    return line + f"; roofwatch compare {good} {bad} decides it"

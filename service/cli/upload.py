@@ -12,8 +12,8 @@ import typer
 from rich.console import Console
 
 from roofwatch.common.redaction import redact
-from roofwatch.service.cli.consoles import inert
-from roofwatch.service.records.upload_formats import FORMATS
+from roofwatch.result_files.uploads import FORMATS
+from roofwatch.service.cli.consoles import inert, inert_lines
 
 console = Console()
 err = Console(stderr=True)
@@ -47,7 +47,7 @@ def upload(
     try:
         outcome = upload_and_report(UploadRequest(repo, commit, file, format_, device_class, suite, pr, base))
     except RoofwatchError as exc:
-        err.print(f"[bold red]error:[/] {inert(redact(str(exc)))}")
+        err.print(f"[bold red]error:[/] {inert_lines(redact(str(exc)))}")
         raise typer.Exit(2) from exc
     if output == "json":
         sys.stdout.write(json.dumps(asdict(outcome), indent=2) + "\n")

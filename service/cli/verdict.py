@@ -3,7 +3,7 @@
 ``--base B1.json B2.json … --head H1.json H2.json …``: file i of each side is round i (one
 process each), paired in the order given. The files go through the readers ``upload`` uses
 (pytest-benchmark, Google Benchmark, nvbench, asv), are laid out as the rounds of an A/B
-envelope, and are decided by ``roofwatch.service.analysis.ab_rounds.round_verdicts`` — the very function the
+envelope, and are decided by ``roofwatch.ab.rounds.round_verdicts`` — the very function the
 service applies to a worker's rounds — so a verdict here is the verdict a pull request gets.
 """
 
@@ -13,15 +13,17 @@ import math
 import statistics
 from pathlib import Path
 
+from roofwatch.ab import abtest
+from roofwatch.ab.rounds import account, paired_rounds, round_verdicts
 from roofwatch.common.envelope import RoundRecord, SuiteResult
-from roofwatch.service.analysis import abtest
-from roofwatch.service.analysis.ab_rounds import paired_rounds, round_verdicts
+from roofwatch.result_files.uploads import read_results
 from roofwatch.service.core.errors import VerdictInputError
-from roofwatch.service.core.reports import BenchmarkVerdictRow, ComparisonReport
-from roofwatch.service.records.upload_formats import read_results
-from roofwatch.workers.min_effect import parse_min_effect
+from roofwatch.service.core.reports import BenchmarkVerdictRow, ComparisonReport, MissingBenchmark
+from roofwatch.service.records.acceptances import GATED
+from roofwatch.service.records.comparisons import verdict_row
+from roofwatch.suite_config.min_effect import parse_min_effect
 
-EXIT = {"no-change": 0, "improvement": 0, "regression": 1, "inconclusive": 3}
+EXIT = {"no-change": 0, "improvement": 0, "regression": 1, "missing": 1, "inconclusive": 3}
 SUITE = "results"
 
 
@@ -70,16 +72,18 @@ def decide(base: list[Path], head: list[Path], min_effect: str = "2%", fmt: str 
     rows = [_row(key, verdict, pairs[key]) for key, verdict in decided.items()]
     verdicts = list(decided.values())
     mdes = [v.mde_pct for v in verdicts if math.isfinite(v.mde_pct)]
-    return {"verdict": abtest.overall(verdicts), "rounds": len(base), "min_effect_pct": 100 * effect,
-            "mde_pct": max(mdes) if mdes else None, "benchmarks": rows, "new_failures": [], "error": "",
-            "suites_source": ""}
+    # As in a pull request: every benchmark of the base is accounted for, and one the head lost is
+    # never a quiet pass.
+    found = account(rounds)
+    perf = abtest.overall(verdicts)
+    missing: list[MissingBenchmark] = [{"suite": SUITE, "benchmark": key.split("::", 1)[1], "reason": reason}
+                                       for key, reason in found.missing.items()]
+    return {"verdict": "missing" if missing and perf in GATED else perf, "rounds": len(base),
+            "min_effect_pct": 100 * effect, "mde_pct": max(mdes) if mdes else None, "benchmarks": rows,
+            "new_failures": [], "error": "", "suites_source": "", "missing_on_head": missing,
+            "new_on_head": [{"suite": SUITE, "benchmark": key.split("::", 1)[1]} for key in found.new]}
 
 
 def _row(key: str, v: abtest.ABVerdict, values: tuple[list[float], list[float]]) -> BenchmarkVerdictRow:
-    return {"benchmark": key.split("::", 1)[1], "suite": SUITE, "change_pct": v.change_pct,
-            "ci_low": v.ci_low, "ci_high": v.ci_high, "confidence": v.confidence, "p_value": v.p_value,
-            "q_value": v.q_value, "noise_pct": v.noise_pct, "threshold_pct": v.threshold_pct,
-            "mde_pct": v.mde_pct if math.isfinite(v.mde_pct) else None, "direction": v.direction,
-            "reason": v.reason, "rounds": v.rounds, "rounds_needed": v.rounds_needed,
-            "base_median": statistics.median(values[0]), "head_median": statistics.median(values[1]),
-            "unit": "s", "higher_is_better": False}
+    return verdict_row(v, name=key.split("::", 1)[1], suite=SUITE, base_median=statistics.median(values[0]),
+                       head_median=statistics.median(values[1]), rounds=v.rounds)

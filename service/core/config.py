@@ -43,6 +43,9 @@ class Settings(WorkerSettings):
     # Wall time for one comparison's rounds (seconds; 0: only the round cap), and what an
     # undecided comparison reports on GitHub: never success (see docs/analysis.md).
     ab_budget_s: float = 1800.0
+    # What an A/B's rounds after the first measure: "open", only the benchmarks still undecided (and
+    # a confirmation's candidates), or "all", every benchmark suite in full each round.
+    ab_later_rounds: Literal["open", "all"] = "open"
     inconclusive: Literal["neutral", "failure"] = "neutral"
     # GitHub. Pushes to the default branch are always measured; these extra branch patterns
     # (fnmatch, comma-separated in the environment: "release/*,perf-*") are measured too.

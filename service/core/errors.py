@@ -15,7 +15,8 @@
      ├── PullRequestError             a pull request that cannot be measured
      ├── PayloadError                 a signed webhook body that is not a JSON object roofwatch can read
      ├── CsvHistoryError              an external history (``roofwatch changepoints --csv``) that cannot be read
-     ├── UploadFormatError            an uploaded result file that cannot be read (format, JSON, fields)
+     ├── UploadFormatError            an uploaded result file that cannot be read (format, JSON, fields);
+     │                                on the ground floor: ``roofwatch.result_files`` raises it
      ├── UploadError                  an upload that cannot be stored (unknown SHA, missing base, device mismatch)
      └── GitHubError                  GitHub answered with an error (``status`` is its HTTP status, if any)
           └── RetryableGitHubError    ... one worth retrying later (5xx, rate limit); ``retry_after`` in s
@@ -37,6 +38,7 @@ from roofwatch.common.errors import (
     UnknownRepository,
     UnknownRevision,
     UnsafePath,
+    UploadFormatError,
 )
 
 __all__ = [
@@ -65,10 +67,6 @@ class PayloadError(RoofwatchError, ValueError):
 
 class CsvHistoryError(RoofwatchError):
     """An external history that cannot be read as commit, then one number per benchmark."""
-
-
-class UploadFormatError(RoofwatchError):
-    """A result file that cannot be read: unknown format, not JSON, truncated, missing fields."""
 
 
 class UploadError(RoofwatchError):

@@ -3,10 +3,11 @@
 A key names one side effect, so that doing it twice stores it once: a ``Run`` or a
 ``Comparison`` is created only if no row holds its key. Their shapes::
 
-    run (manual | push | bisect)   OWNER/NAME@<sha>:<device>:<purpose>:<attempt>
+    run (manual | branch | push | bisect)   OWNER/NAME@<sha>:<device>:<purpose>:<attempt>
     nightly run                    OWNER/NAME@<sha>:<device class>:nightly:<YYYY-MM-DD>
     pull-request run               OWNER/NAME#<number>@<head sha>:pull_request:<attempt>
     comparison                     OWNER/NAME@<base sha>..<head sha>:<device>:<purpose>:<attempt>
+    an upload's comparison         <its pull-request run's key>:compare
 
 ``<device>`` is the device's fingerprint, except for push and nightly runs, which are keyed
 by the device class they are queued for (the device that takes them is not known yet).
@@ -39,14 +40,26 @@ def run_key(full_name: str, sha: str, device: str, purpose: str, attempt: int = 
     return f"{run_key_prefix(full_name, sha, device, purpose)}{attempt}"
 
 
+def upload_comparison_key(run_key: str) -> str:
+    """The comparison an uploaded pull-request run makes with its base's upload: one per run."""
+    return f"{run_key}:compare"
+
+
 def manual_run_key(full_name: str, sha: str, device_fingerprint: str, attempt: int = 0) -> str:
     """``roofwatch run``: a commit measured on this machine's device."""
     return run_key(full_name, sha, device_fingerprint, "manual", attempt)
 
 
-def push_run_key(full_name: str, sha: str, device_class: str) -> str:
-    """A pushed head, measured once per device class it was queued for."""
-    return run_key(full_name, sha, device_class, "push")
+def branch_run_key(full_name: str, sha: str, device_fingerprint: str, attempt: int = 0) -> str:
+    """``roofwatch run`` of a commit off the default branch: keyed apart from the branch's own runs,
+    so the same commit measured again once merged (fast-forward) is a run of the branch's history."""
+    return run_key(full_name, sha, device_fingerprint, "branch", attempt)
+
+
+def push_run_key(full_name: str, sha: str, device_class: str, branch: str = "") -> str:
+    """A pushed head, measured once per device class it was queued for (and, off the default
+    branch, once more when it reaches the default branch)."""
+    return run_key(full_name, sha, device_class, "push" if not branch else "push-branch")
 
 
 def nightly_run_key(full_name: str, sha: str, device_class: str, night: date) -> str:

@@ -6,7 +6,7 @@ Units: times in seconds, bandwidth in bytes/s, throughput in FLOP/s, sizes in by
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 from sqlalchemy import JSON, BigInteger, Column, Index, UniqueConstraint
 from sqlmodel import Field, SQLModel
@@ -16,7 +16,6 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-TriageState = Literal["new", "acknowledged", "expected", "invalid", "fixed"]  # an API request's field
 # Whose pull requests run without a maintainer's approval (see roofwatch.service.github.trust).
 TRUST_POLICIES = ("maintainers-only", "everyone")
 
@@ -68,6 +67,25 @@ class PullRequestHead(SQLModel, table=True):
     seen_at: datetime = Field(default_factory=utcnow)
 
 
+class MissingAcceptance(SQLModel, table=True):
+    """A maintainer's word that a benchmark of the base may be missing on the head of a comparison.
+
+    Deleted, deselected or renamed by the head's own table: until this is given, a pull request
+    whose head no longer reports a benchmark of its base is not green. Given for a pull request
+    (``pr_number``), it holds for later heads of the same pull request; given for a comparison
+    without one (``roofwatch compare --accept-missing``), for that comparison only.
+    """
+
+    id: int | None = Field(default=None, primary_key=True)
+    repository_id: int = Field(foreign_key="repository.id", index=True)
+    pr_number: int | None = Field(default=None, sa_type=BigInteger)
+    comparison_id: int | None = Field(default=None, foreign_key="comparison.id", index=True)
+    benchmark: str  # "suite::name" as the base reports it
+    accepted_by: str  # a GitHub login, an API token's label, or the local user of `roofwatch compare`
+    via: str  # comment | api | cli
+    accepted_at: datetime = Field(default_factory=utcnow)
+
+
 class Commit(SQLModel, table=True):
     __table_args__ = (UniqueConstraint("repository_id", "sha"),)
 
@@ -114,7 +132,13 @@ class Run(SQLModel, table=True):
     commit_id: int = Field(foreign_key="commit.id", index=True)
     trigger: str = "manual"
     pr_number: int | None = None
+    # A pull request's merge-base; for a run off the default branch, where its branch left it.
     base_sha: str | None = None
+    # "" for a run of the default branch's history. Otherwise the branch (or tag) of a commit that
+    # is not on the default branch's first-parent history (`roofwatch run --rev feature`, a push to a
+    # branch ROOFWATCH_PUSH_BRANCHES tracks): such a run is stored and shown on its own page, but is
+    # never a point of the default branch's series, its head or a baseline of its change detection.
+    branch: str = Field(default="", sa_column_kwargs={"server_default": ""})
     device_id: int | None = Field(default=None, foreign_key="device.id", index=True)
     state: str = Field(default="queued", index=True)
     # Same key, same run: a redelivered task or a repeated trigger never makes a second row.
@@ -160,6 +184,16 @@ class SuiteExecution(SQLModel, table=True):
     exit_code: int | None = None
     duration_s: float = 0.0
     output_tail: str = ""
+    # The commit's own environment the suite ran in, where it declares one: {"digest", "python", "packages"}.
+    environment: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False,
+                                                                               server_default="{}"))
+    # Where the suite's files came from when not from the commit (a ``suites_from`` backfill or a
+    # ``suites_repo``): {"paths", "repository", "ref", "commit", "digest"}; {} for the commit's own.
+    # A digest that differs from the previous point's is an event on the suite's series, never a new series.
+    suite_files: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False,
+                                                                               server_default="{}"))
+    # A benchmark suite's order: {"seed": N or null, "order": [node id, ...]} as its process ran them.
+    order: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False, server_default="{}"))
 
 
 class Benchmark(SQLModel, table=True):
@@ -211,6 +245,10 @@ class Measurement(SQLModel, table=True):
     achieved_flops: float | None = None
     achieved_bandwidth: float | None = None
     roofline_fraction: float | None = None
+    # What the benchmark ran in this run's process: the repository's files it imported (path → hash)
+    # and the Triton kernels it launched (name, source hash, launch values, autotune choice); see
+    # roofwatch/workers/rounds/ran.py. {}: not recorded (an upload, an older worker).
+    ran: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False, server_default="{}"))
 
 
 class LatestMeasurement(SQLModel, table=True):
@@ -327,9 +365,6 @@ class WebhookDelivery(SQLModel, table=True):
     detail: str = ""  # why it was ignored, what it started, or what went wrong
 
 
-REPORT_TARGETS = ("status", "check_run", "comment")
-
-
 class GitHubReport(SQLModel, table=True):
     """The latest thing roofwatch wants GitHub to show for one target, and whether it is there yet.
 
@@ -356,10 +391,6 @@ class GitHubReport(SQLModel, table=True):
     updated_at: datetime = Field(default_factory=utcnow)
 
 
-COMPARISON_PURPOSES = ("pull_request", "confirm", "manual")
-COMPARISON_VERDICTS = ("regression", "improvement", "no-change", "inconclusive", "failure", "errored", "cancelled")
-
-
 class Comparison(SQLModel, table=True):
     """An interleaved A/B of two commits on one device: a PR verdict, or the confirmation of a change."""
 
@@ -368,9 +399,11 @@ class Comparison(SQLModel, table=True):
     base_commit_id: int = Field(foreign_key="commit.id", index=True)
     head_commit_id: int = Field(foreign_key="commit.id", index=True)
     device_id: int | None = Field(default=None, foreign_key="device.id", index=True)
-    purpose: str = "manual"
+    purpose: str = "manual"  # pull_request | confirm | manual | upload
     run_id: int | None = Field(default=None, foreign_key="run.id", index=True)  # the PR run it decides
     state: str = Field(default="queued", index=True)  # queued | running | succeeded | failed | errored
+    # regression | improvement | no-change | inconclusive | failure | errored | cancelled, or "missing":
+    # no change proven, but a benchmark of the base is missing on the head and no maintainer accepted it.
     verdict: str = ""
     rounds: int = 0
     # Same key, same comparison: a redelivered task or a repeated request makes no second row.
@@ -405,3 +438,7 @@ class ComparisonResult(SQLModel, table=True):
     reason: str = ""
     base_roofline: float | None = None
     head_roofline: float | None = None
+    # Why it moved (roofwatch.service.analysis.attribution): the cause, its one line, what differs
+    # between what each side ran, and for an interaction the evidence. {}: nothing recorded.
+    attribution: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False,
+                                                                               server_default="{}"))

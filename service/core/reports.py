@@ -22,7 +22,7 @@ class BenchmarkVerdictRow(TypedDict, total=False):
     change_pct: float  # the paired change of the median time, %; + is slower
     ci_low: float
     ci_high: float
-    confidence: float
+    confidence: float  # of this interval, which the verdict was decided with: 0.99, or a change's adjusted level
     p_value: float
     q_value: float
     noise_pct: float
@@ -34,6 +34,50 @@ class BenchmarkVerdictRow(TypedDict, total=False):
     rounds_needed: int | None
     base_roofline: float | None
     head_roofline: float | None
+    head_benchmark: str  # the head's name for it, where a declared rename paired two names
+    # Why it moved, in one line (analysis.attribution): the kernels, environment or imported files that
+    # differ, or "interaction: …" when none does; "" when the sides did not record what they ran.
+    why: str
+    cause: str  # kernels | environment | files | untraced | identical | unknown
+    attribution: dict[str, Any]  # the details: what differs, and the evidence (modes, order) where shown
+
+
+class NamedBenchmark(TypedDict, total=False):
+    suite: str
+    benchmark: str
+
+
+class MissingBenchmark(TypedDict, total=False):
+    """A benchmark of the base with no verdict, why, and who accepted that (if anyone did)."""
+
+    suite: str
+    benchmark: str
+    reason: str
+    accepted_by: str
+    accepted_at: str
+    accepted_via: str
+
+
+class NewFailure(TypedDict, total=False):
+    """A test function failing on the head but not on the base: its failing parametrizations as one."""
+
+    suite: str
+    test_id: str  # its one failing test's id, or the function's when several parametrizations fail
+    message: str  # the first failing parametrization's failure text
+    tests: list[str]  # the failing tests' ids, in the order the suite ran them (absent: stored before grouping)
+
+
+def failing_tests(failure: NewFailure) -> list[str]:
+    """The tests a new failure stands for (one, for a failure stored before they were grouped)."""
+    return list(failure.get("tests") or [failure.get("test_id", "")])
+
+
+class SettingChangeRow(TypedDict):
+    """A setting the head declares differently from what judged it; it takes effect after merge."""
+
+    what: str
+    before: str
+    after: str
 
 
 class ComparisonReport(TypedDict, total=False):
@@ -49,11 +93,19 @@ class ComparisonReport(TypedDict, total=False):
     mde_pct: float | None  # the largest of the benchmarks': what the whole run could detect
     mde_benchmark: str | None  # the benchmark that sets it
     min_effect_pct: float | None
-    new_failures: list[dict[str, Any]]
+    confidence: float  # the level of the intervals decided with (abtest.CONFIDENCE); a change's row says its own
+    new_failures: list[NewFailure]  # one per test function, its failing parametrizations listed
     fixed: list[Any]
     benchmarks: list[BenchmarkVerdictRow]
     compiled: dict[str, Any]
     suites_source: str
     budget_s: float | None
     spent_s: float | None
+    max_rounds: int | None  # the round cap the rounds ran under
     stop_reason: str
+    judged_by: str  # where both sides' suites and settings came from: never the head
+    settings_changes: list[SettingChangeRow]
+    missing_on_head: list[MissingBenchmark]  # accepted ones too, with who accepted them
+    new_on_head: list[NamedBenchmark]
+    missing_policy: str  # failure | neutral: the check's conclusion while one is missing and not accepted
+    environment_changes: dict[str, list[str]]  # suite → how the head's own environment differs from the base's

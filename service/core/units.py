@@ -1,4 +1,4 @@
-"""How roofwatch prints a measured duration, wherever it prints one: terminal, PR comment."""
+"""How roofwatch prints a measured duration or size, wherever it prints one: terminal, PR comment."""
 
 from __future__ import annotations
 
@@ -17,12 +17,38 @@ def seconds(value: float) -> str:
     raise AssertionError("unreachable")
 
 
+def byte_size(value: float) -> str:
+    """A size in binary units, three significant digits: ``512 B``, ``1.50 MiB``, ``12.0 GiB``."""
+    for scale, unit in ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        scaled = float(f"{value / scale:.3g}")
+        if abs(scaled) >= 1:
+            return f"{significant_digits(scaled, 3)} {unit}"
+    return f"{value:,.0f} B"
+
+
+def quantity(value: float, unit: str) -> str:
+    """``value`` in ``unit`` as it reads best: seconds and bytes scaled (``4.19 ms``, ``1.50 MiB``), others plain."""
+    if unit == "s":
+        return seconds(value)
+    if unit == "B":
+        return byte_size(value)
+    number = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+    return f"{number} {unit}".strip()
+
+
 def significant_digits(value: float, digits: int) -> str:
     """``value`` with ``digits`` significant digits, trailing zeros kept: 25.0 and 23.5 line up, 25 would not."""
     if value == 0:
         return "0"
     decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
     return f"{value:.{decimals}f}"
+
+
+def level_text(confidence: float) -> str:
+    """A confidence level as a label says it: ``99 %``, ``99.8 %``; never rounded up past what it is
+    (99.96 % reads ``99.9 %``, not ``100 %``)."""
+    tenths = math.floor(round(confidence * 1000, 6)) / 10
+    return f"{tenths:.0f} %" if tenths == int(tenths) else f"{tenths:.1f} %"
 
 
 # --- the metric a benchmark is read in, and a change said in it -----------------------------------

@@ -8,6 +8,7 @@ that session is committed.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from celery.result import AsyncResult
@@ -23,10 +24,12 @@ from roofwatch.service.records.comparisons import ab_job_for, create_comparison
 
 def prepare(session: Session, repository: Repository, base: Commit, head: Commit, key: str, *, purpose: str,
             run_id: int | None = None, details: dict[str, Any] | None = None, max_rounds: int | None = None,
-            min_rounds: int | None = None) -> tuple[Comparison, ABJob]:
+            min_rounds: int | None = None, only: tuple[str, ...] = ()) -> tuple[Comparison, ABJob]:
     """The comparison of ``base`` and ``head`` under idempotency ``key``, and the job that measures it.
 
-    Rounds default to the settings' (``ROOFWATCH_AB_MIN_ROUNDS`` … ``ROOFWATCH_AB_MAX_ROUNDS``).
+    Rounds default to the settings' (``ROOFWATCH_AB_MIN_ROUNDS`` … ``ROOFWATCH_AB_MAX_ROUNDS``), which the
+    judging side's ``[tool.roofwatch] ab_min_rounds``/``ab_max_rounds`` replace on the worker;
+    ``only`` names the benchmarks (``suite::name``) to measure, a confirmation's candidates.
     """
     settings = get_settings()
     comparison = create_comparison(session, repository, base, head, key, purpose=purpose, run_id=run_id)
@@ -34,7 +37,13 @@ def prepare(session: Session, repository: Repository, base: Commit, head: Commit
         comparison.details = {**comparison.details, **details}
         session.add(comparison)
     job = ab_job_for(comparison, repository, base, head, str(settings.data_dir), settings.suite_timeout,
-                     settings.output_limit, max_rounds or settings.ab_max_rounds, min_rounds or settings.ab_min_rounds)
+                     settings.output_limit, max_rounds or settings.ab_max_rounds, min_rounds or settings.ab_min_rounds,
+                     only=only)
+    # Rounds someone asked for are run as asked (the worker keeps them over the repository's own
+    # ab_min_rounds/ab_max_rounds, and measures up to an asked-for cap): see ABJob.
+    job = replace(job, min_rounds_asked=min_rounds is not None, max_rounds_asked=max_rounds is not None)
+    comparison.details = {**comparison.details, "max_rounds": job.max_rounds}
+    session.add(comparison)
     return comparison, job
 
 

@@ -8,10 +8,10 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
+from roofwatch.common.vocabulary import OPEN_STATES, ChangeKind
 from roofwatch.service.analysis import lifecycle
 from roofwatch.service.analysis.compiled import Decision, binary_verdict, confirm_timing_change, diff
 from roofwatch.service.core.models import Change, Commit, Run
-from roofwatch.service.core.vocabulary import OPEN_STATES
 from roofwatch.service.records import changes, compiled_artifacts
 from roofwatch.service.records.runs import find_commit
 
@@ -37,12 +37,12 @@ def flag(session: Session, run: Run, head_commit: Commit) -> list[int]:
     for item in diff(base, head):
         test_id = f"{item.kernel}[{item.specialization}] {item.target}"
         if not item.matters or session.exec(select(Change).where(
-                Change.repository_id == run.repository_id, Change.kind == "compiled-code",
+                Change.repository_id == run.repository_id, Change.kind == ChangeKind.COMPILED_CODE,
                 Change.test_id == test_id, col(Change.state).in_(OPEN_STATES))).first():
             continue
         # Certain, like a test outcome: the binaries of the two commits are what they are.
         change = changes.record(session, repository_id=run.repository_id, device_id=run.device_id,
-                                kind="compiled-code", phase=lifecycle.CONFIRMED, good=good, bad=head_commit,
+                                kind=ChangeKind.COMPILED_CODE, phase=lifecycle.CONFIRMED, good=good, bad=head_commit,
                                 run_id=run.id, suite="compiled", test_id=test_id,
                                 first_bad_commit_id=head_commit.id,
                                 details={"compiled": [item.as_dict()], "explanation": item.line()})

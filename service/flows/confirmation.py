@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 from sqlmodel import Session, col, select
 
+from roofwatch.common.vocabulary import OPEN_STATES, UNDECIDED_STATES, ChangeKind, TriageState
 from roofwatch.service.analysis import environment, lifecycle
 from roofwatch.service.core.keys import comparison_key, comparison_key_prefix, starts_with
 from roofwatch.service.core.models import Benchmark, Change, Commit, Comparison, ComparisonResult, Device, Repository
-from roofwatch.service.core.vocabulary import OPEN_STATES
 from roofwatch.service.flows import compiled_changes
 from roofwatch.service.records import changes
 from roofwatch.service.records.comparisons import results_of
@@ -56,11 +56,23 @@ def _measure_again(comparison: Comparison) -> bool:
     """The A/B told nothing about (some of) the code: the machine moved, it errored, or a waiting
     candidate's benchmark came out inconclusive (too few rounds measured it, or no verdict either way)."""
     return (bool(comparison.details.get("environment_shift")) or bool(comparison.details.get("inconclusive"))
-            or comparison.state in ("errored", "cancelled"))
+            or comparison.state in UNDECIDED_STATES)
 
 
 def key_for(repository: Repository, device: Device, request: Confirm) -> str:
     return comparison_key(repository, request.good_sha, request.bad_sha, device.fingerprint, PURPOSE, request.attempt)
+
+
+def candidate_keys(session: Session, request: Confirm) -> tuple[str, ...]:
+    """The benchmarks (``suite::name``) whose candidates wait on this pair: all the A/B measures.
+
+    Empty when only test outcomes wait (those are compared in round one, whatever is measured).
+    """
+    rows = session.exec(select(Benchmark.suite, Benchmark.name).join(Change, col(Change.benchmark_id) == Benchmark.id)
+                        .where(Change.repository_id == request.repository_id, Change.device_id == request.device_id,
+                               Change.phase == lifecycle.CONFIRMING, Change.range_start_sha == request.good_sha,
+                               Change.range_end_sha == request.bad_sha)).all()
+    return tuple(sorted({f"{suite}::{name}" for suite, name in rows}))
 
 
 def pending(session: Session, repository_id: int) -> list[Confirm]:
@@ -97,7 +109,7 @@ def apply(session: Session, comparison_id: int) -> list[int]:
         return []
     if comparison.details.get("applied"):
         return []
-    if comparison.state in ("errored", "cancelled"):
+    if comparison.state in UNDECIDED_STATES:
         return []  # measured again (``pending``) up to MAX_ATTEMPTS; the candidates wait
     repository = session.get(Repository, comparison.repository_id)
     device = session.get(Device, comparison.device_id)
@@ -128,7 +140,9 @@ def _environment_shift(session: Session, comparison: Comparison, device: Device,
     ``attempts`` are every A/B of this pair (this one included), ``waiting`` its undecided candidates.
     """
     ratios = [math.log(r.head_median / r.base_median) for r, _ in results if r.head_median and r.base_median]
-    significant = [r.direction in ("regression", "improvement") for r, _ in results if r.head_median and r.base_median]
+    # An interaction moved by the numbers too: a machine that shifts every benchmark shifts identical code most.
+    significant = [r.direction in ("regression", "improvement", "interaction")
+                   for r, _ in results if r.head_median and r.base_median]
     factor = environment.common_shift(ratios, significant)
     if factor is None:
         return False
@@ -159,7 +173,7 @@ def _decide(session: Session, comparison: Comparison, waiting: list[Change], *, 
     confirmed: list[int] = []
     for change in waiting:
         result = by_benchmark.get(change.benchmark_id)  # type: ignore[arg-type]
-        expected = "regression" if change.kind == "perf-regression" else "improvement"
+        expected = "regression" if change.kind == ChangeKind.PERF_REGRESSION else "improvement"
         if result is not None and result.direction == "inconclusive" and not final:
             comparison.details = {**comparison.details, "inconclusive": True}
             session.add(comparison)
@@ -196,15 +210,28 @@ def _confirm(session: Session, change: Change, comparison: Comparison, result: C
     change.first_bad_commit_id = comparison.head_commit_id
     change.change_pct, change.ci_low, change.ci_high = result.change_pct, result.ci_low, result.ci_high
     change.p_value = result.q_value
+    moved = comparison.details.get("environment_changes", {}).get(benchmark.suite if benchmark else "", [])
+    key = f"{benchmark.suite}::{benchmark.name}" if benchmark else ""
+    level = (comparison.details.get("adjusted_confidence") or {}).get(key, comparison.details.get("confidence"))
     change.details = {**change.details, "before": result.base_median, "after": result.head_median,
+                      **({"confidence": level} if level is not None else {}),  # of ci_low..ci_high
                       "comparison_id": comparison.id, "threshold_pct": result.threshold_pct,
                       "mde_pct": result.mde_pct, "noise_pct": result.noise_pct, "rounds": len(result.base_values),
-                      **compiled}
+                      **compiled, **({"environment_change": moved} if moved else {}),
+                      **_attributed(result)}
     session.add(change)
     session.flush()
-    if change.kind == "perf-improvement":
+    if change.kind == ChangeKind.PERF_IMPROVEMENT:
         _mark_returned(session, change, result.threshold_pct)
     return True
+
+
+def _attributed(result: ComparisonResult) -> dict[str, object]:
+    """The confirming A/B's word on why the benchmark moved (``analysis.causes``), for the change's details."""
+    found = result.attribution or {}
+    if not found.get("why"):
+        return {}
+    return {"why": found["why"], "attribution": {k: v for k, v in found.items() if k != "why"}}
 
 
 def _spillover(session: Session, comparison: Comparison, good: Commit, bad: Commit,
@@ -251,10 +278,10 @@ def _mark_returned(session: Session, improvement: Change, threshold_pct: float |
     if not level:
         return
     for regression in session.exec(select(Change).where(
-            Change.benchmark_id == improvement.benchmark_id, Change.kind == "perf-regression",
+            Change.benchmark_id == improvement.benchmark_id, Change.kind == ChangeKind.PERF_REGRESSION,
             Change.phase == lifecycle.CONFIRMED, col(Change.state).in_(OPEN_STATES))).all():
         before = regression.details.get("before")
         if before and level <= before * (1 + tolerance):
-            regression.state = "fixed"
+            regression.state = TriageState.FIXED
             regression.details = {**regression.details, "fixed_by_change": improvement.id}
             session.add(regression)

@@ -4,12 +4,16 @@ Every series is read in branch order (first-parent position), and each call look
 whole stretch a run adds to, so measuring commits in order, out of order, twice or in halves
 gives one change per real step. What a run finds:
 
-- **correctness**: each failing stretch of a test (``history.failure_episodes``) is one change,
-  shown at once (a test outcome needs no A/B); ``fixed`` when the test passes again later.
+- **correctness**: each failing stretch of a test (``history.failure_episodes``) is grouped with
+  the other parametrizations of its test function that one commit broke (``failure_groups``):
+  one change per group, listing its parametrizations, shown at once (a test outcome needs no A/B)
+  and bisected once; ``fixed`` when all of them pass again later.
 - **performance**: each step of a benchmark's series (``history.steps``) is a *candidate*. A
   candidate with unmeasured commits in its range is *narrowed* first (``narrowing``); a
   narrowed one is *confirmed* by an A/B of exactly its two adjacent commits
-  (``confirmation``). A sighting that overlaps a known change is that change.
+  (``confirmation``). A sighting that overlaps a known change is that change. A suite that runs
+  files from outside the commit is read one stretch of the same files at a time: a step where
+  those files changed is the benchmark's, not the kernel's (``analysis.suite_files``).
 - **numerics drift**: a case whose error (``max_abs_err``, ``max_rel_err``, or the share of
   elements beyond half an ulp, ``beyond_half_ulp``) grew ``NUMERICS_DRIFT_FACTOR``-fold since
   the previous measured commit, even while it passes.
@@ -27,14 +31,14 @@ from dataclasses import dataclass, field
 
 from sqlmodel import Session, col, select
 
-from roofwatch.service.analysis import history, lifecycle
+from roofwatch.common.vocabulary import MEASURED_STATES, OPEN_STATES, PERFORMANCE_KINDS, ChangeKind, TriageState
+from roofwatch.service.analysis import failure_groups, history, lifecycle, suite_files
 from roofwatch.service.analysis.correctness import FAILING
 from roofwatch.service.core.models import Benchmark, Change, Commit, Measurement, Run, TestOutcome
-from roofwatch.service.core.vocabulary import BRANCH_HISTORY_TRIGGERS, MEASURED_STATES, OPEN_STATES
 from roofwatch.service.flows import compiled_changes, narrowing
 from roofwatch.service.records import changes
-from roofwatch.service.records.runs import find_commit
-from roofwatch.service.records.series import benchmark_points, previous_run, test_outcomes
+from roofwatch.service.records.runs import find_commit, is_history_run
+from roofwatch.service.records.series import TestPoint, benchmark_points, previous_run, test_outcomes
 
 NUMERICS_DRIFT_FACTOR = 4.0  # error growth (two bits) that makes a numerics-drift change
 NUMERICS_ERROR_FLOOR = 1e-6  # errors below this are rounding noise, whatever the ratio
@@ -64,8 +68,8 @@ def analyze_run(session: Session, run_id: int, commits_between: CommitsBetween) 
         raise LookupError(f"no run {run_id}")
     base = previous_run(session, run)
     summary = AnalysisSummary(run_id=run_id, baseline_run_id=base.id if base else None)
-    if run.state not in MEASURED_STATES or run.device_id is None or run.trigger not in BRANCH_HISTORY_TRIGGERS:
-        return summary
+    if run.state not in MEASURED_STATES or run.device_id is None or not is_history_run(run):
+        return summary  # a pull request's head, or a commit off the default branch, is no point of its history
     commit = session.get(Commit, run.commit_id)
     assert commit is not None
     if commit.position is None:
@@ -100,43 +104,82 @@ def _start(session: Session, change: Change, good: Commit | None, bad: Commit, c
 
 
 def _correctness(session: Session, run: Run, summary: AnalysisSummary, commits_between: CommitsBetween) -> None:
-    failing_here = set(session.exec(select(TestOutcome.test_id).where(
-        TestOutcome.run_id == run.id, col(TestOutcome.outcome).in_(FAILING))).all())
-    known = {test_id for test_id in session.exec(select(Change.test_id).where(
-        Change.repository_id == run.repository_id, Change.kind == "correctness-failure",
-        Change.device_id == run.device_id)).all() if test_id is not None}
-    for test_id in sorted(failing_here | known):
+    """One change per test function and commit that broke it (``failure_groups``), not per parametrization."""
+    failing_here = session.exec(select(TestOutcome.test_id).where(
+        TestOutcome.run_id == run.id, col(TestOutcome.outcome).in_(FAILING)).order_by(col(TestOutcome.id))).all()
+    known = session.exec(select(Change).where(
+        Change.repository_id == run.repository_id, Change.kind == ChangeKind.CORRECTNESS_FAILURE,
+        Change.device_id == run.device_id).order_by(col(Change.id))).all()
+    # The earlier changes' tests in the order they list them (a test passing here may be what fixes one),
+    # then the run's other failures in the order it reported them: the first one's text speaks for its group.
+    tests = list(dict.fromkeys([*(t for change in known for t in changes.members(change)), *failing_here]))
+    points: dict[str, dict[str, TestPoint]] = {}
+    episodes: dict[str, list[history.Episode]] = {}
+    flaky: set[tuple[str, str]] = set()
+    for test_id in tests:
         outcomes = test_outcomes(session, run.repository_id, run.device_id, test_id)  # type: ignore[arg-type]
         if not outcomes:
             continue
-        by_sha = {o.sha: o for o in outcomes}
-        flaky = {o.sha for o in outcomes if o.flaky}
-        episodes = history.failure_episodes([history.Outcome(o.position, o.sha, o.failing) for o in outcomes])
-        for episode in episodes:
-            first_bad = by_sha[episode.first_bad.sha]
-            start = episode.last_good.position if episode.last_good else None
-            change = changes.find_same(session, repository_id=run.repository_id, kind="correctness-failure",
-                                       device_id=run.device_id, test_id=test_id, start=start,
-                                       end=episode.first_bad.position)
-            if change is None:
-                good = session.get(Commit, by_sha[episode.last_good.sha].commit_id) if episode.last_good else None
-                bad = session.get(Commit, first_bad.commit_id)
-                assert bad is not None
-                change = changes.record(
-                    session, repository_id=run.repository_id, device_id=run.device_id, kind="correctness-failure",
-                    phase=lifecycle.CONFIRMED, good=good, bad=bad, run_id=run.id, suite=first_bad.suite,
-                    test_id=test_id, details={"message": first_bad.message[:2000]})
-                _start(session, change, good, bad, commits_between, lifecycle.CONFIRMED)
-                summary.changes.append(change.id)  # type: ignore[arg-type]
-            if episode.first_bad.sha in flaky and not change.details.get("flaky"):
-                change.details = {**change.details, "flaky": True}
-                session.add(change)
-            if episode.fixed_at is not None and change.state in OPEN_STATES:
-                change.state = "fixed"
-                change.details = {**change.details, "fixed_at": episode.fixed_at.sha,
-                                  "fixed_in_run": by_sha[episode.fixed_at.sha].run_id}
-                session.add(change)
-                summary.fixed.append(change.id)  # type: ignore[arg-type]
+        points[test_id] = {o.sha: o for o in outcomes}
+        flaky |= {(test_id, o.sha) for o in outcomes if o.flaky}
+        episodes[test_id] = history.failure_episodes([history.Outcome(o.position, o.sha, o.failing) for o in outcomes])
+    grouped: dict[int, tuple[Change, list[str]]] = {}  # change id -> the change, the tests this pass found in it
+    for group in failure_groups.group_episodes(episodes):
+        first_bad = points[group.tests[0]][group.first_bad.sha]
+        start = group.last_good.position if group.last_good else None
+        change = changes.find_same(session, repository_id=run.repository_id, kind=ChangeKind.CORRECTNESS_FAILURE,
+                                   device_id=run.device_id, test_id=group.function, also_test_ids=group.tests,
+                                   start=start, end=group.first_bad.position)
+        if change is None:
+            good = session.get(Commit, points[_passing_at(group, points)][group.last_good.sha].commit_id) \
+                if group.last_good else None
+            bad = session.get(Commit, first_bad.commit_id)
+            assert bad is not None
+            change = changes.record(
+                session, repository_id=run.repository_id, device_id=run.device_id, kind=ChangeKind.CORRECTNESS_FAILURE,
+                phase=lifecycle.CONFIRMED, good=good, bad=bad, run_id=run.id, suite=first_bad.suite,
+                test_id=group.function, details={"message": first_bad.message[:2000], "tests": list(group.tests)})
+            _start(session, change, good, bad, commits_between, lifecycle.CONFIRMED)
+            summary.changes.append(change.id)  # type: ignore[arg-type]
+        elif change.test_id != group.function:
+            # Recorded per parametrization before failures were grouped: it becomes its function's change,
+            # and the other parametrizations' changes of the same stretch are folded into it.
+            change.test_id = group.function
+            _fold_into(session, change, group.tests, start, group.first_bad.position)
+        found = grouped.setdefault(change.id, (change, []))[1]  # type: ignore[arg-type]
+        found.extend(t for t in group.tests if t not in found)
+        if any((t, group.first_bad.sha) in flaky for t in group.tests) and not change.details.get("flaky"):
+            change.details = {**change.details, "flaky": True}
+        if group.fixed_at is not None and change.state in OPEN_STATES:
+            change.state = TriageState.FIXED
+            fixed_in = next(points[t][group.fixed_at.sha] for t in group.tests if group.fixed_at.sha in points[t])
+            change.details = {**change.details, "fixed_at": group.fixed_at.sha, "fixed_in_run": fixed_in.run_id}
+            summary.fixed.append(change.id)  # type: ignore[arg-type]
+        session.add(change)
+    for change, found in grouped.values():
+        if changes.members(change) != found:
+            change.details = {**change.details, "tests": found}
+            session.add(change)
+
+
+def _passing_at(group: failure_groups.EpisodeGroup, points: dict[str, dict[str, TestPoint]]) -> str:
+    """A test of ``group`` measured at its last good commit (a parametrization added later was not)."""
+    assert group.last_good is not None
+    return next(t for t in group.tests if group.last_good.sha in points[t])
+
+
+def _fold_into(session: Session, change: Change, tests: tuple[str, ...], start: int | None, end: int) -> None:
+    """Hide the per-parametrization changes of ``tests`` that are this stretch, keeping ``change`` for all."""
+    for other in session.exec(select(Change).where(
+            Change.repository_id == change.repository_id, Change.kind == change.kind,
+            Change.device_id == change.device_id, col(Change.test_id).in_(tests), Change.id != change.id,
+            changes.shown())).all():
+        if other.range_end_position is not None and lifecycle.overlaps(
+                start, end, other.range_start_position, other.range_end_position):
+            other.phase = lifecycle.REJECTED
+            other.details = {**other.details, "folded_into": change.id,
+                             "rejected": f"one of {change.test_id}'s parametrizations: change {change.id}"}
+            session.add(other)
 
 
 # -- numerics drift ------------------------------------------------------------------------
@@ -149,13 +192,13 @@ def _numerics(session: Session, run: Run, commit: Commit, base: Run, summary: An
     base_rows = {(r.suite, r.test_id): r for r in session.exec(select(TestOutcome).where(TestOutcome.run_id == base.id))}
     for row in session.exec(select(TestOutcome).where(TestOutcome.run_id == run.id)).all():
         known = session.exec(select(Change).where(
-            Change.repository_id == run.repository_id, Change.kind == "numerics-drift", Change.test_id == row.test_id,
+            Change.repository_id == run.repository_id, Change.kind == ChangeKind.NUMERICS_DRIFT, Change.test_id == row.test_id,
             col(Change.state).in_(OPEN_STATES))).first()
         if known is not None and (known.range_end_position or 0) < commit.position:  # type: ignore[operator]
             value = getattr(row, known.details.get("metric", "max_abs_err"))
             if value is not None and value <= NUMERICS_DRIFT_FACTOR * max(known.details.get("before") or 0.0,
                                                                           NUMERICS_ERROR_FLOOR):
-                known.state = "fixed"
+                known.state = TriageState.FIXED
                 known.details = {**known.details, "fixed_in_run": run.id, "fixed_at": commit.sha}
                 session.add(known)
                 summary.fixed.append(known.id)  # type: ignore[arg-type]
@@ -169,12 +212,12 @@ def _numerics(session: Session, run: Run, commit: Commit, base: Run, summary: An
                 continue
             if after <= NUMERICS_DRIFT_FACTOR * max(before, NUMERICS_ERROR_FLOOR):
                 continue
-            if changes.find_same(session, repository_id=run.repository_id, kind="numerics-drift",
+            if changes.find_same(session, repository_id=run.repository_id, kind=ChangeKind.NUMERICS_DRIFT,
                                  device_id=run.device_id, test_id=row.test_id, start=base_commit.position,
                                  end=commit.position) is not None:  # type: ignore[arg-type]
                 break
             change = changes.record(
-                session, repository_id=run.repository_id, device_id=run.device_id, kind="numerics-drift",
+                session, repository_id=run.repository_id, device_id=run.device_id, kind=ChangeKind.NUMERICS_DRIFT,
                 phase=lifecycle.CONFIRMED, good=base_commit, bad=commit, run_id=run.id, suite=row.suite,
                 test_id=row.test_id, change_pct=(after / max(before, NUMERICS_ERROR_FLOOR) - 1) * 100,
                 details={"metric": metric, "before": before, "after": after})
@@ -198,11 +241,14 @@ def _performance(session: Session, run: Run, commit: Commit, summary: AnalysisSu
         benchmark = session.get(Benchmark, benchmark_id)
         assert benchmark is not None
         points = benchmark_points(session, benchmark_id, run.device_id,  # type: ignore[arg-type]
-                                  samples_near=commit.position)
+                                  samples_near=commit.position, suite=benchmark.suite)
+        here = [i for i, p in enumerate(points) if p.position == commit.position]
+        if here:  # only the points whose suite ran the same files as this commit's
+            points = suite_files.stretch_around(points, [p.files for p in points], here[0])
         confirmed_at = session.exec(select(Change.range_end_position).where(
             Change.repository_id == run.repository_id, Change.benchmark_id == benchmark_id,
             Change.device_id == run.device_id, Change.phase == lifecycle.CONFIRMED,
-            col(Change.kind).in_(lifecycle.PERFORMANCE_KINDS))).all()
+            col(Change.kind).in_(PERFORMANCE_KINDS))).all()
         for step in history.steps(points, newly_measured={commit.position},  # type: ignore[arg-type]
                                   higher_is_better=benchmark.higher_is_better,
                                   confirmed_at={p for p in confirmed_at if p is not None}):

@@ -12,23 +12,25 @@ opens, never inside one. Measuring is asked for through ``dispatch`` and comes b
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from sqlmodel import Session, select
 
-from roofwatch.common.errors import RoofwatchError
+from roofwatch.common.errors import RoofwatchError, UnknownRevision
 from roofwatch.common.task_names import TaskName, queue_name
+from roofwatch.common.vocabulary import Trigger
+from roofwatch.git import checkout
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.db import session_scope
 from roofwatch.service.core.keys import bisect_key
-from roofwatch.service.core.models import Comparison, Device, Repository, Run
+from roofwatch.service.core.models import Commit, Comparison, Device, Repository, Run
 from roofwatch.service.flows import ab, confirmation, narrowing
 from roofwatch.service.flows.confirmation import Confirm
 from roofwatch.service.flows.detection import AnalysisSummary, analyze_run
 from roofwatch.service.flows.measure import job_for, submit
 from roofwatch.service.flows.narrowing import Bisect
 from roofwatch.service.records.runs import create_run, find_commit, upsert_commit
-from roofwatch.workers import checkout
 
 log = logging.getLogger(__name__)
 
@@ -47,13 +49,15 @@ def after_run(run_id: int) -> AnalysisSummary:
             raise LookupError(f"no run {run_id}")
         repository = session.get(Repository, run.repository_id)
         assert repository is not None
-        clone_url, repository_id = repository.clone_url, run.repository_id
+        commit = session.get(Commit, run.commit_id)
+        assert commit is not None
+        clone_url, repository_id, sha = repository.clone_url, run.repository_id, commit.sha
         run.analysis_state, run.analysis_error = "running", ""
         session.add(run)
     try:
-        mirror = _mirror(clone_url)  # fetched here, outside any transaction
+        mirror = _mirror(clone_url, sha)  # outside any transaction; fetched only if the run's commit is not in it
         with session_scope() as session:
-            summary = analyze_run(session, run_id, lambda good, bad: checkout.rev_range(mirror, f"{good}..{bad}"))
+            summary = analyze_run(session, run_id, _commits_between(mirror, clone_url))
             steps = follow_ups(session, repository_id)
             run = session.get(Run, run_id)
             assert run is not None
@@ -107,8 +111,23 @@ def start(steps: list[FollowUp]) -> None:
             log.warning("follow-up %s not started: %s", step, exc)
 
 
-def _mirror(clone_url: str) -> Path:
-    return checkout.ensure_mirror(get_settings().mirrors_dir, clone_url)
+def _mirror(clone_url: str, sha: str) -> Path:
+    return checkout.mirror_holding(get_settings().mirrors_dir, clone_url, sha)
+
+
+def _commits_between(mirror: Path, clone_url: str) -> Callable[[str, str], list[str]]:
+    """The first-parent commits of ``good..bad`` in the mirror; fetched once more only if it lacks one.
+
+    Every measured commit came through a flow that fetched it, so the mirror nearly always has
+    the range; a commit measured elsewhere and never fetched here is the exception.
+    """
+    def between(good: str, bad: str) -> list[str]:
+        try:
+            return checkout.rev_range(mirror, f"{good}..{bad}")
+        except UnknownRevision:
+            checkout.ensure_mirror(get_settings().mirrors_dir, clone_url)
+            return checkout.rev_range(mirror, f"{good}..{bad}")
+    return between
 
 
 def _confirm(request: Confirm) -> None:
@@ -122,7 +141,8 @@ def _confirm(request: Confirm) -> None:
         good = find_commit(session, request.repository_id, request.good_sha)
         bad = find_commit(session, request.repository_id, request.bad_sha)
         assert good is not None and bad is not None  # both ends of a candidate were measured
-        _, job = ab.prepare(session, repository, good, bad, key, purpose=confirmation.PURPOSE)
+        _, job = ab.prepare(session, repository, good, bad, key, purpose=confirmation.PURPOSE,
+                            only=confirmation.candidate_keys(session, request))
         device_class = device.device_class
     log.info("confirming %s..%s on %s by A/B (comparison %s, attempt %d)", request.good_sha[:12],
              request.bad_sha[:12], device_class, job.comparison_id, request.attempt)
@@ -140,14 +160,14 @@ def _bisect(request: Bisect) -> None:
             return
         commit = find_commit(session, request.repository_id, request.sha)
         clone_url = repository.clone_url
-    info = None if commit is not None else checkout.commit_info(_mirror(clone_url), request.sha)
+    info = None if commit is not None else checkout.commit_info(_mirror(clone_url, request.sha), request.sha)
     with session_scope() as session:
         repository = session.get(Repository, request.repository_id)
         assert repository is not None
         commit = (upsert_commit(session, repository, info) if info is not None
                   else find_commit(session, request.repository_id, request.sha))
         assert commit is not None
-        run = create_run(session, repository, commit, key, trigger="bisect")
+        run = create_run(session, repository, commit, key, trigger=Trigger.BISECT)
         job = job_for(run, repository, commit, settings)
         queue = queue_name(device.device_class)
     log.info("narrowing: measuring %s on %s (run %s)", request.sha[:12], queue, job.run_id)

@@ -3,24 +3,68 @@
 The CLI picks the commits and shows progress; what a manual run records — the commit's row, an
 idempotency key that names the attempt, the queued run — and the job a worker gets for it are
 decided here, as the push, nightly and bisection flows decide theirs.
+
+A commit that is not on the default branch's first-parent history (``--rev feature``, ``--last 3``
+while a feature branch is checked out) is recorded as a *branch run*: ``Run.branch`` names its
+branch and ``Run.base_sha`` where it left the default branch. Its run is stored and shown, and is
+never a point of the default branch's history (``roofwatch.service.records.runs.history_runs``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from sqlmodel import select
 
+from roofwatch.common.errors import UnknownRevision
 from roofwatch.common.jobs import Job
+from roofwatch.git import checkout
+from roofwatch.git.checkout import CommitInfo, DefaultBranch
 from roofwatch.service.core.config import Settings
 from roofwatch.service.core.db import session_scope
-from roofwatch.service.core.keys import manual_run_key, next_attempt, run_key_prefix
+from roofwatch.service.core.keys import branch_run_key, manual_run_key, next_attempt, run_key_prefix
 from roofwatch.service.core.models import Commit, Repository, Run
 from roofwatch.service.flows.measure import job_for
 from roofwatch.service.records.runs import create_run, earlier_runs, measured_on, upsert_commit
-from roofwatch.workers.checkout import CommitInfo
+
+NO_BRANCH = "(no branch)"  # a commit off the default branch that no branch or tag holds
+
+
+@dataclass(frozen=True)
+class OffBranch:
+    """Where a commit off the default branch belongs: its branch, and where that left the default branch."""
+
+    branch: str
+    base_sha: str | None
+
+
+def place(mirror: Path, source: Path, configured: str, infos: Sequence[CommitInfo],
+          asked: Sequence[str] = ()) -> tuple[DefaultBranch | None, dict[str, OffBranch]]:
+    """The default branch, and the commits of ``infos`` that are not on its first-parent history.
+
+    ``source`` is where the user's revision names mean what they see (a local checkout, else the
+    mirror); ``asked`` the revisions they typed, which name a commit's branch first. When no
+    default branch can be told (``checkout.default_branch``), every commit counts as on it, as
+    before branches were told apart.
+    """
+    default = checkout.default_branch(mirror, configured, source)
+    if default is None or not infos:
+        return default, {}
+    on = checkout.on_first_parent_history(mirror, default.tips, {info.sha: info.position for info in infos})
+    off: dict[str, OffBranch] = {}
+    for info in infos:
+        if info.sha in on:
+            continue
+        try:
+            base: str | None = checkout.merge_base(mirror, default.tips[0], info.sha)
+        except UnknownRevision:
+            base = None
+        name = checkout.branch_of(source, info.sha, asked, besides=(default.name, f"origin/{default.name}"))
+        off[info.sha] = OffBranch(name or NO_BRANCH, base)
+    return default, off
 
 
 @dataclass(frozen=True)
@@ -32,13 +76,16 @@ class Plan:
 
 
 def plan(repository_id: int, infos: Sequence[CommitInfo], device_fingerprint: str, *, force: bool,
-         skip_measured: bool) -> Plan:
+         skip_measured: bool, off_branch: Mapping[str, OffBranch] | None = None) -> Plan:
     """A queued manual run per commit of ``infos``.
 
     ``skip_measured``: leave out a commit this device has measured already (embedded mode, where
     this process is the device). A commit measured before gets a new attempt's key, so its
     earlier runs stay as they were; ``force`` asks for one even when it never finished.
+    ``off_branch``: the commits not on the default branch (``place``), recorded as branch runs;
+    a commit counts as measured only by runs of its own kind.
     """
+    off_branch = off_branch or {}
     queued: list[tuple[int, str]] = []
     skipped: list[str] = []
     with session_scope() as session:
@@ -46,14 +93,17 @@ def plan(repository_id: int, infos: Sequence[CommitInfo], device_fingerprint: st
         assert repository is not None
         for info in infos:
             commit = upsert_commit(session, repository, info)
-            if not force and skip_measured and measured_on(session, commit, device_fingerprint):
+            off = off_branch.get(info.sha)
+            branch = off.branch if off else ""
+            if not force and skip_measured and measured_on(session, commit, device_fingerprint, branch):
                 skipped.append(info.sha)
                 continue
             again = force or earlier_runs(session, commit, device_fingerprint)
+            purpose, keyed = ("branch", branch_run_key) if off else ("manual", manual_run_key)
             attempt = next_attempt(session, Run, run_key_prefix(
-                repository.full_name, info.sha, device_fingerprint, "manual")) if again else 0
-            key = manual_run_key(repository.full_name, info.sha, device_fingerprint, attempt)
-            run = create_run(session, repository, commit, key)
+                repository.full_name, info.sha, device_fingerprint, purpose)) if again else 0
+            key = keyed(repository.full_name, info.sha, device_fingerprint, attempt)
+            run = create_run(session, repository, commit, key, branch=branch, base_sha=off.base_sha if off else None)
             queued.append((run.id, info.sha))  # type: ignore[arg-type]
     return Plan(queued, skipped)
 

@@ -10,6 +10,7 @@ from celery import Signature
 from celery.result import AsyncResult
 
 from roofwatch.common.jobs import Job
+from roofwatch.common.vocabulary import Trigger
 from roofwatch.service.core.config import Settings
 from roofwatch.service.core.models import Commit, Repository, Run
 from roofwatch.service.flows import dispatch
@@ -24,7 +25,7 @@ def job_for(run: Run, repository: Repository, commit: Commit, settings: Settings
         data_dir=str(settings.data_dir), suite_timeout_s=settings.suite_timeout,
         output_limit=settings.output_limit, suite_network=repository.suite_network,
         # A pull request's head must not fill a cache that the branch's own runs then use.
-        shared_setup_cache=run.trigger != "pull_request",
+        shared_setup_cache=run.trigger != Trigger.PULL_REQUEST,
         **job_fields(run, repository),
     )
 

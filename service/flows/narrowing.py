@@ -4,7 +4,7 @@ A change found between two measured commits with unmeasured ones in between carr
 ``details["bisect_range"]``: the candidate first-bad commits still in play, oldest first,
 the last one (``range_end_sha``) excluded because it is known bad. Each run of a commit in
 that list decides which half the culprit is in — by the test's outcome for a correctness
-failure, by whether the median sits nearer the level after the change than before it for a
+failure (any of its parametrizations failing: a group is bisected once), by whether the median sits nearer the level after the change than before it for a
 performance change — exactly like ``git bisect good|bad``. A commit whose run errored is
 skipped, like ``git bisect skip``.
 
@@ -23,15 +23,14 @@ from typing import Literal
 
 from sqlmodel import Session, col, select
 
+from roofwatch.common.vocabulary import NARROWED_STATES, TERMINAL_STATES, ChangeKind
 from roofwatch.service.analysis import lifecycle
 from roofwatch.service.analysis.correctness import FAILING
 from roofwatch.service.core.keys import bisect_key_prefix, starts_with
 from roofwatch.service.core.models import Change, Commit, Device, Measurement, Repository, Run, TestOutcome
-from roofwatch.service.core.vocabulary import TERMINAL_STATES
+from roofwatch.service.records.changes import members
 from roofwatch.service.records.runs import find_commit
 
-# A fixed change is still narrowed: which commit introduced a bug matters after it is fixed.
-BISECTED_STATES = ("new", "acknowledged", "fixed")
 # A level this far (or less) from the midpoint between before and after, as a fraction of the
 # change, decides nothing on its own: one run more is measured.
 UNCLEAR_BAND = 1 / 6
@@ -52,7 +51,7 @@ class Bisect:
 
 def _ranged(session: Session, repository_id: int) -> list[Change]:
     rows = session.exec(select(Change).where(
-        Change.repository_id == repository_id, col(Change.state).in_(BISECTED_STATES),
+        Change.repository_id == repository_id, col(Change.state).in_(NARROWED_STATES),
         col(Change.first_bad_commit_id).is_(None), Change.phase != lifecycle.REJECTED,
     )).all()
     return [c for c in rows if c.details.get("bisect_range")]
@@ -71,15 +70,23 @@ def _verdict(session: Session, change: Change, runs: list[Run]) -> Verdict:
     before, after = change.details.get("before"), change.details.get("after")
     decided = len(runs) >= MAX_RUNS_PER_COMMIT
     run_ids = [run.id for run in runs]
-    if change.kind in ("correctness-failure", "numerics-drift"):
+    if change.kind == ChangeKind.CORRECTNESS_FAILURE:
+        # Bad when any of its parametrizations fails there (in the latest run that ran them): the
+        # group is bisected once, and one that broke later is split off by the next analysis.
+        rows = session.exec(select(TestOutcome.run_id, TestOutcome.outcome).where(
+            col(TestOutcome.run_id).in_(run_ids), TestOutcome.suite == change.suite,
+            col(TestOutcome.test_id).in_(members(change)))).all()
+        if not rows:
+            return None
+        latest = max(run_id for run_id, _ in rows)
+        return any(outcome in FAILING for run_id, outcome in rows if run_id == latest)
+    if change.kind == ChangeKind.NUMERICS_DRIFT:
         outcome = session.exec(select(TestOutcome).where(
             col(TestOutcome.run_id).in_(run_ids), TestOutcome.suite == change.suite,
             TestOutcome.test_id == change.test_id,
         ).order_by(col(TestOutcome.run_id).desc())).first()
         if outcome is None:
             return None
-        if change.kind == "correctness-failure":
-            return outcome.outcome in FAILING
         value = getattr(outcome, change.details.get("metric", "max_abs_err"))
         if value is None or not before or not after or before == after:
             return None

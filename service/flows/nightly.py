@@ -13,6 +13,7 @@ from datetime import date
 from sqlmodel import col, select
 
 from roofwatch.common.task_names import queue_name
+from roofwatch.git import checkout
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.db import session_scope
 from roofwatch.service.core.errors import CheckoutError
@@ -21,7 +22,6 @@ from roofwatch.service.core.models import Repository, Run
 from roofwatch.service.flows.measure import job_for, submit
 from roofwatch.service.flows.pull_request import device_class
 from roofwatch.service.records.runs import create_run, upsert_commit
-from roofwatch.workers import checkout
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,10 @@ from dataclasses import dataclass
 
 from sqlmodel import Session, col, select
 
+from roofwatch.common.device import probe
 from roofwatch.common.task_names import TaskName
+from roofwatch.common.vocabulary import ACTIVE_STATES, RunState, Trigger
+from roofwatch.git import checkout
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.db import session_scope
 from roofwatch.service.core.errors import CheckoutError, PullRequestError
@@ -26,12 +29,9 @@ from roofwatch.service.github import reporting
 from roofwatch.service.github.comment import ReportContext, render_comment, summarize
 from roofwatch.service.records.comparisons import comparison_report
 from roofwatch.service.records.runs import upsert_commit
-from roofwatch.workers import checkout
-from roofwatch.workers.device import probe
 
 log = logging.getLogger(__name__)
 
-ACTIVE = ("queued", "running")
 RUN_STATE_OF_COMPARISON = {"succeeded": "succeeded", "failed": "failed", "errored": "errored"}
 
 
@@ -80,7 +80,7 @@ def start(head: PullRequestHead) -> int | None:
             return None
         attempt = next_attempt(session, Run, pull_request_run_key_prefix(
             repository.full_name, head.number, head.head_sha))
-        run = Run(repository_id=repository.id, commit_id=head_commit.id, trigger="pull_request",  # type: ignore[arg-type]
+        run = Run(repository_id=repository.id, commit_id=head_commit.id, trigger=Trigger.PULL_REQUEST,  # type: ignore[arg-type]
                   pr_number=head.number, base_sha=merge_base,
                   idempotency_key=pull_request_run_key(repository.full_name, head.number, head.head_sha, attempt))
         session.add(run)
@@ -113,7 +113,7 @@ def finish(comparison_id: int) -> None:
         run = session.get(Run, comparison.run_id)
         repository = session.get(Repository, comparison.repository_id)
         assert run is not None and repository is not None
-        if run.state == "cancelled":
+        if run.state == RunState.CANCELLED:
             log.info("run %s was cancelled; its verdict is not posted", run.id)
             return
         run.state = RUN_STATE_OF_COMPARISON.get(comparison.state, "errored")
@@ -136,13 +136,22 @@ def finish(comparison_id: int) -> None:
     reporting.send(report_ids)
 
 
+def latest_comparison(session: Session, repository_id: int, number: int, head_sha: str) -> Comparison | None:
+    """The newest finished comparison of pull request ``number`` at ``head_sha``."""
+    return session.exec(
+        select(Comparison).join(Run, col(Comparison.run_id) == Run.id).join(Commit, col(Run.commit_id) == Commit.id)
+        .where(Run.repository_id == repository_id, Run.pr_number == number, Run.trigger == Trigger.PULL_REQUEST,
+               Commit.sha == head_sha, col(Comparison.finished_at).is_not(None))
+        .order_by(col(Comparison.id).desc())).first()
+
+
 def cancel(repository_id: int, number: int, reason: str) -> list[int]:
     """Cancel every queued or running run of a pull request; the cancelled run ids."""
     with session_scope() as session:
         repository = session.get(Repository, repository_id)
         assert repository is not None
         runs = session.exec(select(Run).where(Run.repository_id == repository_id, Run.pr_number == number,
-                                              Run.trigger == "pull_request", col(Run.state).in_(ACTIVE))).all()
+                                              Run.trigger == Trigger.PULL_REQUEST, col(Run.state).in_(ACTIVE_STATES))).all()
         report_ids = [rid for run in runs for rid in _cancel_run(session, repository, run, reason)]
         cancelled = [run.id for run in runs]
     reporting.send(report_ids)
@@ -151,24 +160,24 @@ def cancel(repository_id: int, number: int, reason: str) -> list[int]:
 
 def _supersede(session: Session, repository: Repository, head: PullRequestHead) -> list[int]:
     older = session.exec(select(Run, Commit).where(
-        Run.repository_id == repository.id, Run.pr_number == head.number, Run.trigger == "pull_request",
-        col(Run.state).in_(ACTIVE), Run.commit_id == Commit.id, Commit.sha != head.head_sha)).all()
+        Run.repository_id == repository.id, Run.pr_number == head.number, Run.trigger == Trigger.PULL_REQUEST,
+        col(Run.state).in_(ACTIVE_STATES), Run.commit_id == Commit.id, Commit.sha != head.head_sha)).all()
     return [rid for run, _ in older
             for rid in _cancel_run(session, repository, run, f"superseded by {head.head_sha[:7]}")]
 
 
 def _active_run(session: Session, repository: Repository, head: PullRequestHead) -> Run | None:
     return session.exec(select(Run).where(
-        Run.repository_id == repository.id, Run.pr_number == head.number, Run.trigger == "pull_request",
-        col(Run.state).in_(ACTIVE), Run.commit_id == Commit.id, Commit.sha == head.head_sha)).first()
+        Run.repository_id == repository.id, Run.pr_number == head.number, Run.trigger == Trigger.PULL_REQUEST,
+        col(Run.state).in_(ACTIVE_STATES), Run.commit_id == Commit.id, Commit.sha == head.head_sha)).first()
 
 
 def _cancel_run(session: Session, repository: Repository, run: Run, reason: str) -> list[int]:
-    run.state, run.error, run.finished_at = "cancelled", reason, utcnow()
+    run.state, run.error, run.finished_at = RunState.CANCELLED, reason, utcnow()
     session.add(run)
     for comparison in session.exec(select(Comparison).where(Comparison.run_id == run.id)).all():
         if comparison.finished_at is None:
-            comparison.state, comparison.error = "cancelled", reason
+            comparison.state, comparison.error = RunState.CANCELLED, reason
             session.add(comparison)
             if not get_settings().embedded:
                 # Queued: never starts. Running: the worker stops it; its envelope is then ignored.

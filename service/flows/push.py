@@ -4,16 +4,22 @@ The run goes through the same chain as ``roofwatch run`` (measure → ingest →
 change-point detection, confirmation and bisection follow on their own; the commit status
 says whether the suites passed and links to the run. Performance changes on the branch are
 confirmed later by A/B and appear on the dashboard and in ``roofwatch regressions``.
+
+A push to another tracked branch (``ROOFWATCH_PUSH_BRANCHES``) is measured and reported the same
+way, as a run of that branch (``Run.branch``): never a point of the default branch's history.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 
 from sqlmodel import select
 
 from roofwatch.common.task_names import queue_name
+from roofwatch.common.vocabulary import ChangeKind, RunState, Trigger
+from roofwatch.git import checkout
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.db import session_scope
 from roofwatch.service.core.errors import CheckoutError
@@ -25,9 +31,8 @@ from roofwatch.service.flows.measure import job_for, submit
 from roofwatch.service.flows.pull_request import PullRequestError, device_class
 from roofwatch.service.github import reporting
 from roofwatch.service.github.comment import Summary
-from roofwatch.service.records.changes import shown
+from roofwatch.service.records.changes import members, shown, test_name
 from roofwatch.service.records.runs import create_run, upsert_commit
-from roofwatch.workers import checkout
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +42,8 @@ class PushedHead:
     repository_id: int
     branch: str
     sha: str
+    # The default branch's name when ``branch`` is another branch; "" for a push to the default branch.
+    default_branch: str = ""
 
 
 def start(push: PushedHead) -> int | None:
@@ -50,6 +57,7 @@ def start(push: PushedHead) -> int | None:
         if not checkout.has_commit(mirror, push.sha):
             raise PullRequestError(f"pushed commit {push.sha[:12]} is not in {repository.full_name}")
         info = checkout.commit_info(mirror, push.sha)
+        base = _left_default_at(mirror, push)
     except (CheckoutError, PullRequestError) as exc:
         raise PullRequestError(str(exc)) from exc
     device = device_class()
@@ -57,17 +65,29 @@ def start(push: PushedHead) -> int | None:
         repository = session.get(Repository, push.repository_id)
         assert repository is not None
         commit = upsert_commit(session, repository, info)
-        key = push_run_key(repository.full_name, push.sha, device)
+        off = push.branch if push.default_branch else ""
+        key = push_run_key(repository.full_name, push.sha, device, branch=off)
         if session.exec(select(Run.id).where(Run.idempotency_key == key)).first() is not None:
             log.info("%s@%s: already measured for a push", repository.full_name, push.sha[:12])
             return None
-        run = create_run(session, repository, commit, key, trigger="push")
+        run = create_run(session, repository, commit, key, trigger=Trigger.PUSH, branch=off,
+                         base_sha=base if off else None)
         job = job_for(run, repository, commit, settings)
         report_ids = reporting.show_phase(session, repository, push.sha, "queued",
                                           f"queued: {push.branch} on {device}", run_url(run.id))  # type: ignore[arg-type]
     reporting.send(report_ids)
     submit(job, queue_name(device), then=dispatch.then_report_run(job.run_id))
     return job.run_id
+
+
+def _left_default_at(mirror: Path, push: PushedHead) -> str | None:
+    """Where a pushed branch left the default branch (its merge-base), when it is another branch."""
+    if not push.default_branch:
+        return None
+    try:
+        return checkout.merge_base(mirror, f"refs/heads/{push.default_branch}", push.sha)
+    except CheckoutError:
+        return None
 
 
 def _count(n: int, noun: str) -> str:
@@ -79,24 +99,31 @@ def summary_of(run: Run, passed: int, failed: int, benchmarks: int, failures: li
     measured = f"{_count(benchmarks, 'benchmark')} measured"
     if failures:
         return Summary("failure", f"{_count(len(failures), 'new test failure')}: {failures[0]}")
-    if run.state == "errored":
+    if run.state == RunState.ERRORED:
         return Summary("failure", f"could not measure: {run.error or 'the run errored'}")
-    if run.state == "failed":
+    if run.state == RunState.FAILED:
         return Summary("failure", f"{failed} failing, {_count(passed, 'test')} passed · {measured}")
     return Summary("success", f"{_count(passed, 'test')} passed · {measured}")
+
+
+def _failure_name(change: Change) -> str:
+    """``mod::test_x (11 parametrizations)`` for a function's failing parametrizations, else the test's id."""
+    tests = members(change)
+    name = test_name(change.test_id, change.details)
+    return f"{name} ({len(tests)} parametrizations)" if len(tests) > 1 else name
 
 
 def report(run_id: int) -> None:
     with session_scope() as session:
         run = session.get(Run, run_id)
-        if run is None or run.trigger != "push":
+        if run is None or run.trigger != Trigger.PUSH:
             return
         repository = session.get(Repository, run.repository_id)
         assert repository is not None
         outcomes = session.exec(select(TestOutcome.outcome).where(TestOutcome.run_id == run_id)).all()
         benchmarks = len(session.exec(select(Measurement.id).where(Measurement.run_id == run_id)).all())
-        failures = [c.test_id or "" for c in session.exec(select(Change).where(
-            Change.detected_run_id == run_id, Change.kind == "correctness-failure", shown())).all()]
+        failures = [_failure_name(c) for c in session.exec(select(Change).where(
+            Change.detected_run_id == run_id, Change.kind == ChangeKind.CORRECTNESS_FAILURE, shown())).all()]
         summary = summary_of(run, sum(o == "passed" for o in outcomes),
                              sum(o in ("failed", "error") for o in outcomes), benchmarks, failures)
         commit = session.get(Commit, run.commit_id)

@@ -25,9 +25,14 @@ from pathlib import Path
 
 from sqlmodel import Session, col, select
 
+from roofwatch.ab import abtest, fdr
 from roofwatch.common.envelope import CommitRecord, DeviceInfo, Envelope, SuiteResult
 from roofwatch.common.redaction import redact_json
+from roofwatch.common.vocabulary import RunState, Trigger
+from roofwatch.git import checkout
+from roofwatch.result_files.uploads import ParsedResults, UploadFormatError, read_results
 from roofwatch.service.analysis import compare, lifecycle, single_runs
+from roofwatch.service.core import keys
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.errors import UnknownRepository, UnknownRevision, UploadError
 from roofwatch.service.core.models import (
@@ -35,7 +40,6 @@ from roofwatch.service.core.models import (
     Change,
     Commit,
     Comparison,
-    ComparisonResult,
     Device,
     Measurement,
     Repository,
@@ -43,11 +47,10 @@ from roofwatch.service.core.models import (
     utcnow,
 )
 from roofwatch.service.flows.detection import analyze_run
+from roofwatch.service.records import acceptances, comparisons
 from roofwatch.service.records.ingest import ingest_envelope, upsert_benchmark, upsert_device
 from roofwatch.service.records.runs import upsert_commit
 from roofwatch.service.records.series import benchmark_points
-from roofwatch.service.records.upload_formats import ParsedResults, UploadFormatError, read_results
-from roofwatch.workers import checkout
 
 log = logging.getLogger(__name__)
 
@@ -176,8 +179,8 @@ def _uploaded_run(session: Session, repository: Repository, sha: str, device_cla
     """The base's latest uploaded run on ``device_class``; its absence or another device is an error."""
     rows = session.exec(select(Run, Device).join(Commit, col(Run.commit_id) == col(Commit.id))
                         .join(Device, col(Run.device_id) == col(Device.id))
-                        .where(Run.repository_id == repository.id, Commit.sha == sha, Run.trigger == "upload",
-                               Run.state == "succeeded")
+                        .where(Run.repository_id == repository.id, Commit.sha == sha, Run.trigger == Trigger.UPLOAD,
+                               Run.state == RunState.SUCCEEDED)
                         .order_by(col(Run.id).desc())).all()
     if not rows:
         raise UploadError(f"no uploaded results for the base {sha[:12]}: upload them first "
@@ -206,36 +209,49 @@ def _compare_with_base(session: Session, repository: Repository, run: Run, base_
     base_rows = {m.benchmark_id: m for m in session.exec(select(Measurement).where(Measurement.run_id == base_run.id))}
     comparison = Comparison(repository_id=repository.id, base_commit_id=base_run.commit_id,  # type: ignore[arg-type]
                             head_commit_id=run.commit_id, device_id=device.id, purpose="upload", run_id=run.id,
-                            idempotency_key=f"{run.idempotency_key}:compare", state="succeeded", rounds=0)
+                            idempotency_key=keys.upload_comparison_key(run.idempotency_key), state=RunState.SUCCEEDED,
+                            rounds=0)
     session.add(comparison)
     session.flush()
-    directions: list[str] = []
-    thresholds: list[float] = []
+    compared: list[tuple[Benchmark, Measurement, float, compare.Verdict, float | None]] = []
+    reported: set[int] = set()
+    new: list[dict[str, str]] = []
     for record in result.measurements:
         benchmark: Benchmark = upsert_benchmark(session, repository, result.name, device, record)
+        reported.add(benchmark.id)  # type: ignore[arg-type]
         base = base_rows.get(benchmark.id)  # type: ignore[arg-type]
         if base is None:
+            new.append({"suite": benchmark.suite, "benchmark": benchmark.name})
             continue  # a new benchmark: nothing to compare it with
         history = [p.median for p in benchmark_points(session, benchmark.id, device.id)]  # type: ignore[arg-type]
+        noise = compare.run_to_run_noise(history)
         verdict = single_runs.verdict(base.samples, record.samples, base.median, record.median,
-                                      higher_is_better=benchmark.higher_is_better,
-                                      run_noise=compare.run_to_run_noise(history))
-        directions.append(verdict.direction)
-        thresholds.append(verdict.threshold_pct)
-        session.add(ComparisonResult(
-            comparison_id=comparison.id, benchmark_id=benchmark.id,  # type: ignore[arg-type]
-            base_values=[base.median], head_values=[record.median], base_median=base.median,
-            head_median=record.median, change_pct=verdict.change_pct, ci_low=verdict.ci_low, ci_high=verdict.ci_high,
-            p_value=verdict.p_value, q_value=verdict.p_value, threshold_pct=verdict.threshold_pct,
-            mde_pct=verdict.threshold_pct, direction=verdict.direction, reason=verdict.reason,
-        ))
-    comparison.verdict = ("regression" if "regression" in directions
-                          else "improvement" if "improvement" in directions else "no-change")
+                                      higher_is_better=benchmark.higher_is_better, run_noise=noise)
+        compared.append((benchmark, base, record.median, verdict, noise))
+    # Stored as an A/B's verdicts are, through the same function. One upload tests every benchmark
+    # at once, so its q-values are Benjamini–Hochberg over them, as an A/B's are; with one median
+    # per side there are no rounds to give power, and the smallest change it could report is the
+    # threshold itself.
+    q_values = fdr.adjust([verdict.p_value for *_, verdict, _noise in compared])
+    verdicts: list[abtest.ABVerdict] = []
+    for (benchmark, base, head_median, verdict, noise), q_value in zip(compared, q_values, strict=True):
+        stored = abtest.ABVerdict(verdict.change_pct, verdict.ci_low, verdict.ci_high, verdict.p_value, q_value,
+                                  100 * noise if noise is not None else 0.0, verdict.threshold_pct,
+                                  verdict.threshold_pct, 0, verdict.direction, verdict.reason)
+        comparisons.store_result(session, comparison, benchmark, device, stored, [base.median], [head_median])
+        verdicts.append(stored)
+    # Every benchmark of the base's upload is accounted for: one the head's file lacks is missing,
+    # as in an A/B, and keeps the check from green until a maintainer accepts it.
+    gone = [session.get(Benchmark, benchmark_id) for benchmark_id in base_rows if benchmark_id not in reported]
+    missing = [{"suite": b.suite, "benchmark": b.name, "reason": "not in the head's uploaded results"}
+               for b in gone if b is not None and b.suite == result.name]  # another suite's upload is not this one
     comparison.details = {"pull_request": {"number": run.pr_number, "base_ref": repository.default_branch},
-                          "uploaded": True, "mde_pct": max(thresholds) if thresholds else None,
-                          "new_failures": [], "fixed": []}
+                          "uploaded": True, "mde_pct": max((v.mde_pct for v in verdicts), default=None),
+                          "new_failures": [], "fixed": [], "missing_on_head": missing, "new_on_head": new,
+                          "perf_verdict": abtest.overall(verdicts)}
+    acceptances.settle(session, comparison)
     comparison.finished_at = utcnow()
-    run.state, run.device_id, run.finished_at = "succeeded", device.id, utcnow()
+    run.state, run.device_id, run.finished_at = RunState.SUCCEEDED, device.id, utcnow()
     session.add_all([comparison, run])
     session.flush()
     log.info("upload %s: PR #%s %s vs %s: %s", run.id, run.pr_number, run.idempotency_key, base_run.id,

@@ -18,9 +18,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeGuard
 
-from roofwatch.service.analysis.abtest import MIN_ROUNDS
-from roofwatch.service.core.reports import BenchmarkVerdictRow, ComparisonReport
-from roofwatch.service.core.units import seconds
+from roofwatch.ab.abtest import CONFIDENCE, MIN_ROUNDS
+from roofwatch.service.analysis.failure_groups import (
+    PARAMETRIZATIONS_NAMED,
+    FailureGroup,
+    group_failures,
+    parametrization,
+)
+from roofwatch.service.core.reports import (
+    BenchmarkVerdictRow,
+    ComparisonReport,
+    MissingBenchmark,
+    NewFailure,
+    failing_tests,
+)
+from roofwatch.service.core.units import level_text, quantity, seconds
 from roofwatch.service.github.compiled_section import render_compiled
 
 MARKER = "<!-- roofwatch:pull-request-report -->"  # hidden marker by which the comment is found again and edited
@@ -33,8 +45,10 @@ FAILURE_LINES = 15  # the head of a pytest failure: its message and the assertio
 LINE_CHARS = 300  # one minified source line or tensor dump must not eat the comment
 ERROR_CHARS = 2_000
 FAILURES_WITH_OUTPUT = 10  # beyond these, new failures are listed by name only
+SETTINGS_SHOWN = 6  # settings changes named in the comment's one line; the rest on the dashboard
 MORE_RESERVE = 80  # room kept for the "… N more rows on the dashboard" line
 SLACK = 200  # separators between sections and rounding: the body must never reach GitHub's limit
+WHY_CHARS = 160  # one change's "why" in the table
 SHA = re.compile(r"\b[0-9a-f]{40}\b")
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -64,21 +78,29 @@ class _View:
     slower: list[BenchmarkVerdictRow]  # worst first
     faster: list[BenchmarkVerdictRow]  # biggest first
     unsure: list[BenchmarkVerdictRow]
-    failures: list[dict[str, Any]]
-    fixed: list[str]
+    interactions: list[BenchmarkVerdictRow]  # moved by the numbers, identical code: they decide nothing
+    failures: list[NewFailure]  # one per test function
+    fixed: list[FailureGroup]  # the tests fixed, one per test function
     multi_suite: bool
+    missing: list[MissingBenchmark]  # not accepted by a maintainer: they keep the check from green
+    accepted: list[MissingBenchmark]
 
     @classmethod
     def of(cls, report: ComparisonReport) -> _View:
         rows = list(report.get("benchmarks") or [])
         by_direction = {d: [r for r in rows if r.get("direction") == d]
-                        for d in ("regression", "improvement", "inconclusive")}
+                        for d in ("regression", "improvement", "inconclusive", "interaction")}
         # change_pct is monotone in the time ratio, so sorting by it sorts by size of the change.
         slower = sorted(by_direction["regression"], key=lambda r: (-_num(r.get("change_pct")), _name(r)))
         faster = sorted(by_direction["improvement"], key=lambda r: (_num(r.get("change_pct")), _name(r)))
-        return cls(report, rows, slower, faster, by_direction["inconclusive"],
-                   list(report.get("new_failures") or []), list(report.get("fixed") or []),
-                   len({r.get("suite") for r in rows}) > 1)
+        gone = list(report.get("missing_on_head") or [])
+        suites = {r.get("suite") for r in rows} | {m.get("suite") for m in gone}
+        interactions = sorted(by_direction["interaction"], key=lambda r: (-abs(_num(r.get("change_pct"))), _name(r)))
+        return cls(report, rows, slower, faster, by_direction["inconclusive"], interactions,
+                   list(report.get("new_failures") or []),
+                   group_failures((str(name), "") for name in report.get("fixed") or []),
+                   len(suites) > 1, [m for m in gone if not m.get("accepted_by")],
+                   [m for m in gone if m.get("accepted_by")])
 
     @property
     def errored(self) -> bool:
@@ -94,8 +116,12 @@ class _View:
     def rounds(self) -> int:
         return int(self.report.get("rounds") or 0)
 
-    def label(self, row: BenchmarkVerdictRow) -> str:
-        return f"{row.get('suite')}::{_name(row)}" if self.multi_suite else _name(row)
+    def label(self, row: BenchmarkVerdictRow | MissingBenchmark) -> str:
+        name = str(row.get("benchmark") or "")
+        renamed = row.get("head_benchmark")
+        if renamed:
+            name = f"{name} → {renamed}"
+        return f"{row.get('suite')}::{name}" if self.multi_suite else name
 
 
 # --- the one-line summary -------------------------------------------------------------------------
@@ -112,6 +138,9 @@ def summarize(report: ComparisonReport) -> Summary:
         return Summary("failure", _change_title(view, view.slower, "slower", "worst"))
     if view.incomplete:
         return Summary("failure", _clip("incomplete: " + _error_line(report), MAX_TITLE_CHARS))
+    if view.missing:
+        conclusion: Conclusion = "neutral" if report.get("missing_policy") == "neutral" else "failure"
+        return Summary(conclusion, _missing_title(view))
     if view.unsure:
         return Summary("neutral", _inconclusive_title(view))
     if view.faster:
@@ -120,12 +149,14 @@ def summarize(report: ComparisonReport) -> Summary:
 
 
 def _failure_title(view: _View) -> str:
-    names = [f"{f.get('suite')}::{f.get('test_id')}" for f in view.failures]
-    if not names:
+    if not view.failures:
         return "new test failures (see the pull-request comment)"
-    if len(names) == 1:
-        return _with_name("1 new test failure: ", names[0], "")
-    return _with_name(f"{len(names)} new test failures: ", names[0], f" and {len(names) - 1} more")
+    first = view.failures[0]
+    name, tests = f"{first.get('suite')}::{first.get('test_id')}", failing_tests(first)
+    count = f" ({len(tests)} parametrizations)" if len(tests) > 1 else ""
+    if len(view.failures) == 1:
+        return _with_name("1 new test failure: ", name, count)
+    return _with_name(f"{len(view.failures)} new test failures: ", name, f"{count} and {len(view.failures) - 1} more")
 
 
 def _change_title(view: _View, rows: list[BenchmarkVerdictRow], word: str, extreme: str) -> str:
@@ -138,6 +169,12 @@ def _change_title(view: _View, rows: list[BenchmarkVerdictRow], word: str, extre
     scope = f" · {_count(len(view.rows), 'benchmark')}, {_count(view.rounds, 'round')}"
     tail = "".join(", " + o for o in others) + scope
     return _with_name(f"{len(rows)} {word} ({extreme} {_pct(first.get('change_pct'))} ", view.label(first), ")" + tail)
+
+
+def _missing_title(view: _View) -> str:
+    first, more = view.missing[0], len(view.missing) - 1
+    return _with_name(f"{_count(len(view.missing), 'benchmark')} of the base missing on the head: ", view.label(first),
+                      (f" and {more} more" if more else "") + " (a maintainer accepts: /roofwatch accept)")
 
 
 def _inconclusive_title(view: _View) -> str:
@@ -155,6 +192,8 @@ def _no_change_title(view: _View) -> str:
     mde = view.report.get("mde_pct")
     if _finite(mde):
         title += f" (detectable ±{mde:.1f} %)"
+    if view.interactions:
+        title += f" · {_count(len(view.interactions), 'interaction')}, not counted"
     return _clip(title, MAX_TITLE_CHARS)
 
 
@@ -187,20 +226,28 @@ def render_comment(report: ComparisonReport, context: ReportContext) -> str:
     notice = _incomplete_notice(view) if view.incomplete else _quiet(view)
     if view.report.get("purpose") == "upload":
         notice = _join([uploaded_notice(view), notice]).strip()
+    notice = _join([_settings_notice(view), _environment_notice(view), notice]).strip()
     mde = _mde(view)
     budget = MAX_COMMENT_CHARS - SLACK - sum(len(s) for s in (MARKER, header, notice, mde, link))
     # Failures decide the check, so they come first and may take the most; the full table, which
     # the dashboard has anyway, gets whatever is left and is truncated first.
     failures = _failures(view, budget * 3 // 10)
     left = budget - len(failures)
+    missing = _missing(view, min(left, budget // 10))
+    left -= len(missing)
     unsure = _inconclusive(view, min(left, budget // 10))
     left -= len(unsure)
     significant = _significant(view, left - budget // 5)
     left -= len(significant)
+    interactions = _interactions(view, min(left, budget // 10))
+    left -= len(interactions)
     compiled = render_compiled(report.get("compiled") or {}, min(left, budget // 10), _code)
     left -= len(compiled)
+    new = _new_on_head(view, min(left, budget // 20))
+    left -= len(new)
     details = _details(view, left)
-    return _join([MARKER, header, notice, failures, significant, compiled, unsure, mde, details, link])
+    return _join([MARKER, header, notice, failures, missing, significant, interactions, compiled, unsure, new, mde,
+                  details, link])
 
 
 def comment_for(report: ComparisonReport, repository: str, pr_number: int, base_ref: str, dashboard_url: str) -> str:
@@ -229,7 +276,7 @@ def _verdict_word(view: _View) -> str:
     verdict = str(view.report.get("verdict") or "unknown")
     if view.incomplete and verdict in ("no-change", "improvement", "inconclusive"):
         return "incomplete"
-    return verdict
+    return "missing benchmarks" if verdict == "missing" else verdict
 
 
 def _headline(view: _View) -> str:
@@ -244,8 +291,12 @@ def _headline(view: _View) -> str:
         parts.append(f"{len(view.faster)} faster")
     if view.unsure:
         parts.append(f"{len(view.unsure)} too noisy to call")
+    if view.interactions and parts:
+        parts.append(f"{_count(len(view.interactions), 'interaction')} (not counted)")
     if view.incomplete:
         parts.append("suites did not finish")
+    if view.missing:
+        parts.append(f"{len(view.missing)} of the base missing on the head")
     if parts:
         return ", ".join(parts)
     if not view.rows:
@@ -266,6 +317,74 @@ def _incomplete_notice(view: _View) -> str:
             "outcomes, so a broken kernel could hide behind it; this check fails until every suite finishes.")
 
 
+def _settings_notice(view: _View) -> str:
+    """One line: what the head would change about how roofwatch judges it, and that it waits for the merge."""
+    changes = list(view.report.get("settings_changes") or [])
+    if not changes:
+        return ""
+    shown = [f"{_code(c['what'])} {_code(c['before'])} → {_code(c['after'])}" for c in changes[:SETTINGS_SHOWN]]
+    if len(changes) > SETTINGS_SHOWN:
+        shown.append(f"and {len(changes) - SETTINGS_SHOWN} more on the dashboard")
+    judged = _one_line(str(view.report.get("judged_by") or "the merge-base"))
+    return (f"> **This pull request changes roofwatch's settings:** {'; '.join(shown)}. They take effect after "
+            f"merge; this check measured and judged both sides by {_code(judged)}.")
+
+
+def _environment_notice(view: _View) -> str:
+    """One line per suite whose own environment the head changes: a version bump is a cause of its own."""
+    changes = dict(view.report.get("environment_changes") or {})
+    lines = [f"> **The head's environment differs** (suite {_code(suite)}): "
+             + ", ".join(_code(phrase) for phrase in phrases[:SETTINGS_SHOWN])
+             + (f" and {len(phrases) - SETTINGS_SHOWN} more" if len(phrases) > SETTINGS_SHOWN else "")
+             + ". Every change below happened with it."
+             for suite, phrases in sorted(changes.items()) if phrases]
+    return "\n>\n".join(lines)
+
+
+def _missing(view: _View, budget: int) -> str:
+    """The base's benchmarks the head does not report comparably: each keeps the check from green until accepted."""
+    if not (view.missing or view.accepted):
+        return ""
+    lines = []
+    if view.missing:
+        lines.append(f"#### Missing on the head ({len(view.missing)}): not a green check\n\n"
+                     "The merge-base reports these and the head does not (or not comparably), so a regression "
+                     "in them could not be seen. A maintainer accepts them with a comment "
+                     "`/roofwatch accept` (all) or `/roofwatch accept NAME …`; a declared rename pairs the "
+                     "two names instead (`[tool.roofwatch] renamed`).\n")
+    else:
+        lines.append(f"#### Missing on the head ({len(view.accepted)}), accepted\n")
+    rows = [(m, "") for m in view.missing] + [(m, _accepted(m)) for m in view.accepted]
+    for index, (row, accepted) in enumerate(rows):
+        line = f"- {_code(view.label(row))}: {_one_line(str(row.get('reason') or ''))}{accepted}"
+        if _size(lines, "\n") + len(line) + 1 + MORE_RESERVE > budget:
+            lines.append("\n" + _more(len(rows) - index, "benchmark"))
+            break
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _accepted(row: MissingBenchmark) -> str:
+    via = {"comment": "a comment", "api": "the API", "cli": "roofwatch compare"}.get(str(row.get("accepted_via")), "")
+    return (f" — accepted by {_code(str(row.get('accepted_by') or ''))} at {_one_line(str(row.get('accepted_at')))}"
+            + (f" through {via}" if via else ""))
+
+
+def _new_on_head(view: _View, budget: int) -> str:
+    new = list(view.report.get("new_on_head") or [])
+    if not new:
+        return ""
+    names = [_code(f"{n.get('suite')}::{n.get('benchmark')}" if view.multi_suite else str(n.get("benchmark")))
+             for n in new]
+    line = f"New on the head ({len(new)}), nothing to compare with yet: "
+    kept: list[str] = []
+    for index, name in enumerate(names):
+        if len(line) + _size(kept, ", ") + len(name) + 2 + MORE_RESERVE > budget:
+            return line + ", ".join(kept) + f" and {len(names) - index} more."
+        kept.append(name)
+    return line + ", ".join(kept) + "."
+
+
 def _quiet(view: _View) -> str:
     """What did not happen, said outright: silence would leave the reader guessing whether it was checked."""
     return "" if view.failures else "No new test failures."
@@ -279,7 +398,7 @@ def _failures(view: _View, budget: int) -> str:
                      "Failing on head but not on the merge-base. A correctness failure fails this check "
                      "whatever the timings say.")
         for index, failure in enumerate(view.failures):
-            name = _code(f"{failure.get('suite')}::{failure.get('test_id')}")
+            name = _code(f"{failure.get('suite')}::{failure.get('test_id')}") + _parametrizations(failure)
             entry = (f"{name}\n\n{_excerpt(str(failure.get('message') or ''))}"
                      if index < FAILURES_WITH_OUTPUT else f"- {name}")
             if _size(parts) + len(entry) + 2 + MORE_RESERVE > room:
@@ -291,11 +410,22 @@ def _failures(view: _View, budget: int) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
+def _parametrizations(failure: NewFailure) -> str:
+    """`` — 11 parametrizations fail: `[a]`, `[b]`, … and 3 more; the first:`` for a group, "" for one test."""
+    tests = failing_tests(failure)
+    if len(tests) <= 1:
+        return ""
+    ids = [_code(f"[{parametrization(t)}]") for t in tests[:PARAMETRIZATIONS_NAMED]]
+    more = f" and {len(tests) - PARAMETRIZATIONS_NAMED} more" if len(tests) > PARAMETRIZATIONS_NAMED else ""
+    return f" — {len(tests)} parametrizations fail: {', '.join(ids)}{more}; the first:"
+
+
 def _fixed(view: _View, budget: int) -> str:
-    heading = f"#### Fixed ({len(view.fixed)})\n\nFailing on the merge-base, passing on head:\n"
+    count = sum(len(group.tests) for group in view.fixed)
+    heading = f"#### Fixed ({count})\n\nFailing on the merge-base, passing on head:\n"
     lines = [heading]
-    for index, name in enumerate(view.fixed):
-        line = f"- {_code(name)}"
+    for index, group in enumerate(view.fixed):
+        line = f"- {_code(group.name)}" + (f" ({len(group.tests)} parametrizations)" if len(group.tests) > 1 else "")
         if _size(lines, "\n") + len(line) + 1 + MORE_RESERVE > budget:
             lines.append("\n" + _more(len(view.fixed) - index, "test"))
             break
@@ -321,14 +451,45 @@ def _significant(view: _View, budget: int) -> str:
         # Under a failure headline nothing else says the timings were looked at and are fine.
         return f"No significant change in {_count(len(view.rows), 'benchmark')}." if view.failures else ""
     heading = "#### Significant changes\n\n"
+    levels = _levels(view, rows)
     legend = ("\n\nBase and head are medians; Δ is the paired change over the interleaved rounds, + is slower "
-              "(or less throughput). Listed when significant — the interval, adjusted for the number of "
-              "benchmarks, excludes zero — *and* larger than the change that counts (min_effect).")
-    header = ("benchmark", "base", "head", "Δ", "interval", "% of roofline")
+              f"(or less throughput). Listed when significant — the {levels} interval (the {_level(view)} level "
+              "adjusted for the number of benchmarks compared) excludes zero — *and* larger than the change that "
+              "counts (min_effect).")
+    header: tuple[str, ...] = ("benchmark", "base", "head", "Δ", f"{levels} interval", "% of roofline")
     cells = [[_code(view.label(r), cell=True), _value(r, "base_median"), _value(r, "head_median"),
               f"**{_pct(r.get('change_pct'))}**", _interval(r), _roofline(r)] for r in rows]
-    table = _table(header, "l", cells, budget - len(heading) - len(legend))
+    if any(r.get("why") for r in rows):
+        # One line of why per change: the kernel, environment or imported files that differ.
+        header += ("why",)
+        for row, line in zip(rows, cells, strict=True):
+            line.append(_code(_clip(str(row.get("why")), WHY_CHARS), cell=True) if row.get("why") else DASH)
+        legend += " *why*: what differs between what the benchmark ran on the two sides."
+    table = _table(header, "l", cells, budget - len(heading) - len(legend), text_after=6)
     return heading + table + legend
+
+
+def _interactions(view: _View, budget: int) -> str:
+    """Moves of identical code: shown with their evidence, counted for nothing."""
+    if not view.interactions:
+        return ""
+    lines = [f"#### Interactions ({len(view.interactions)}): not counted against this pull request\n\n"
+             "These moved by the numbers, but nothing they import or launch changed, nor their environment: "
+             "what ran before them in the process, or the machine, moved them. They never fail this check.\n"]
+    for index, row in enumerate(view.interactions):
+        evidence = (row.get("attribution") or {}).get("evidence") or {}
+        facts = [f"{_pct(row.get('change_pct'))} by the numbers"]
+        if evidence.get("line"):
+            facts.append(_one_line(str(evidence["line"])))
+        order = evidence.get("order_dependent") or {}
+        if order.get("line"):
+            facts.append(_one_line(str(order["line"])))
+        line = f"- {_code(view.label(row))}: " + "; ".join(facts)
+        if _size(lines, "\n") + len(line) + 1 + MORE_RESERVE > budget:
+            lines.append("\n" + _more(len(view.interactions) - index, "benchmark"))
+            break
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def _inconclusive(view: _View, budget: int) -> str:
@@ -344,6 +505,9 @@ def _inconclusive(view: _View, budget: int) -> str:
             lines.append("\n" + _more(len(view.unsure) - index, "benchmark"))
             break
         lines.append(line)
+    if view.report.get("stop_reason") == "budget":
+        lines.append("\nThe rounds stopped at the time budget with these open: `ab_budget_s` under "
+                     "`[tool.roofwatch]` (or `ROOFWATCH_AB_BUDGET_S` on the service) gives them more time.")
     return "\n".join(lines)
 
 
@@ -385,10 +549,15 @@ def _details(view: _View, budget: int) -> str:
     if not view.rows:
         return ""
     opening = f"<details><summary>All {_count(len(view.rows), 'benchmark')}</summary>\n\n"
-    closing = "\n\n</details>"
-    header = ("benchmark", "base", "head", "Δ", "interval", "noise", "counts from", "% of roofline", "verdict")
+    changes = [r for r in view.rows if _confidence(view, r) != _confidence(view)]
+    marked = {id(r) for r in changes}
+    closing = ("\n\n\\* a change's interval, at " + _levels(view, changes) + ": adjusted for the number of benchmarks "
+               "compared, the level that called it." if changes else "") + "\n\n</details>"
+    header = ("benchmark", "base", "head", "Δ", f"{_level(view)} interval", "noise", "counts from", "% of roofline",
+              "verdict")
     cells = [[_code(view.label(r), cell=True), _value(r, "base_median"), _value(r, "head_median"), _delta(r),
-              _interval(r), _plain_pct(r.get("noise_pct")), _threshold(r), _roofline(r), _verdict(r)]
+              _interval(r) + ("\\*" if id(r) in marked else ""), _plain_pct(r.get("noise_pct")), _threshold(r),
+              _roofline(r), _verdict(r)]
              for r in view.rows]
     return opening + _table(header, "l", cells, budget - len(opening) - len(closing)) + closing
 
@@ -403,9 +572,14 @@ def _link(view: _View, context: ReportContext) -> str:
 # --- tables --------------------------------------------------------------------------------------
 
 
-def _table(header: Sequence[str], first_align: str, rows: Sequence[Sequence[str]], budget: int) -> str:
-    """A Markdown table of as many rows as fit in ``budget`` characters, then how many were left out."""
+def _table(header: Sequence[str], first_align: str, rows: Sequence[Sequence[str]], budget: int,
+           text_after: int | None = None) -> str:
+    """A Markdown table of as many rows as fit in ``budget`` characters, then how many were left out.
+
+    Columns from ``text_after`` on hold text and are left-aligned."""
     aligns = [":--" if first_align == "l" else "--:"] + ["--:"] * (len(header) - 1)  # numbers read right-aligned
+    if text_after is not None:
+        aligns[text_after:] = [":--"] * (len(header) - text_after)
     lines = [_row(header), "|" + "|".join(aligns) + "|"]
     if _size(lines, "\n") + MORE_RESERVE > budget:
         return _more(len(rows), "row")
@@ -432,6 +606,21 @@ def _delta(row: BenchmarkVerdictRow) -> str:
     return f"**{text}**" if row.get("direction") in ("regression", "improvement") else text
 
 
+def _confidence(view: _View, row: BenchmarkVerdictRow | None = None) -> float:
+    """The level of ``row``'s interval, or (no row) of the intervals every verdict was decided with."""
+    level = float(view.report.get("confidence") or CONFIDENCE)
+    return float(row.get("confidence") or level) if row is not None else level
+
+
+def _level(view: _View) -> str:
+    return level_text(_confidence(view))
+
+
+def _levels(view: _View, rows: Sequence[BenchmarkVerdictRow]) -> str:
+    """``99.8 %``: the level of these rows' intervals (``99.7 % / 99.8 %`` in the rare case they differ)."""
+    return " / ".join(level_text(c) for c in sorted({_confidence(view, r) for r in rows})) or _level(view)
+
+
 def _interval(row: BenchmarkVerdictRow) -> str:
     low, high = row.get("ci_low"), row.get("ci_high")
     if not (_finite(low) and _finite(high)) or not _finite(row.get("threshold_pct")):
@@ -447,7 +636,7 @@ def _threshold(row: BenchmarkVerdictRow) -> str:
 def _verdict(row: BenchmarkVerdictRow) -> str:
     direction = str(row.get("direction") or "")
     return {"regression": "**regression**", "improvement": "**improvement**", "none": "no change",
-            "inconclusive": "inconclusive"}.get(direction, _cell(direction) or DASH)
+            "inconclusive": "inconclusive", "interaction": "interaction"}.get(direction, _cell(direction) or DASH)
 
 
 def _roofline(row: BenchmarkVerdictRow) -> str:
@@ -468,10 +657,7 @@ def _value(row: BenchmarkVerdictRow, key: str) -> str:
     value, unit = row.get(key), str(row.get("unit") or "")
     if not _finite(value):
         return DASH
-    if unit == "s":
-        return seconds(value)
-    number = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
-    return _cell(f"{number} {_one_line(unit)}".strip())
+    return seconds(value) if unit == "s" else _cell(quantity(value, _one_line(unit)))
 
 
 def _pct(value: Any) -> str:

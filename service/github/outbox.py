@@ -14,7 +14,7 @@ import logging
 import threading
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
@@ -43,7 +43,14 @@ def _default_client(settings: Settings, repository: Repository) -> GitHubClient:
     return GitHubClient.from_settings(settings, repository.installation_id)
 
 
-def publish(session: Session, repository: Repository, target: str, subject: str,
+class Stored(Protocol):
+    """A stored repository, as a row or as a flow's frozen reference to one: all a report needs is its id."""
+
+    @property
+    def id(self) -> int | None: ...
+
+
+def publish(session: Session, repository: Stored, target: str, subject: str,
             payload: dict[str, Any]) -> GitHubReport | None:
     """Record the desired state of one GitHub target; None when GitHub reporting is off.
 

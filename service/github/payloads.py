@@ -21,7 +21,6 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from roofwatch.service.core.errors import PayloadError
 
-ZERO_SHA = "0" * 40
 # GitHub's payloads nest about 8 levels; the JSON decoder recurses once per level.
 MAX_DEPTH = 64
 # A signed 64-bit integer has at most 19 digits; GitHub's ids and sizes all fit one.

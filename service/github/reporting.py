@@ -47,7 +47,7 @@ def _short(text: str) -> str:
     return text if len(text) <= DESCRIPTION_LIMIT else text[: DESCRIPTION_LIMIT - 1] + "…"
 
 
-def show_phase(session: Session, repository: Repository, sha: str, phase: Phase, description: str,
+def show_phase(session: Session, repository: outbox.Stored, sha: str, phase: Phase, description: str,
                target_url: str) -> list[int]:
     """Queued, waiting for approval, running or cancelled: not a verdict yet (or ever)."""
     settings = get_settings()

@@ -25,6 +25,10 @@ MAINTAINER_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 APPROVING_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 POLICIES = TRUST_POLICIES
 COMMAND = re.compile(r"^\s*/roofwatch\s+run\b", re.IGNORECASE | re.MULTILINE)
+# ``/roofwatch accept`` (every benchmark missing on the head) or ``/roofwatch accept NAME …`` on a
+# line of its own. Names are pytest-benchmark names, which hold no whitespace.
+ACCEPT = re.compile(r"^[ \t]*/roofwatch[ \t]+accept\b([^\n]*)$", re.IGNORECASE | re.MULTILINE)
+ACCEPT_NAMES = 100  # names one command may list
 
 
 def waiting_reason(pull: PullRequest, repository: str, policy: str) -> str | None:
@@ -47,6 +51,14 @@ def is_maintainer(association: str) -> bool:
 def asks_for_run(body: str | None) -> bool:
     """True when a comment holds the ``/roofwatch run`` command on a line of its own."""
     return bool(body and COMMAND.search(body))
+
+
+def accept_command(body: str | None) -> list[str] | None:
+    """The names a ``/roofwatch accept`` command lists ([] for all), or None when the comment holds none."""
+    found = ACCEPT.search(body or "")
+    if found is None:
+        return None
+    return found.group(1).split()[:ACCEPT_NAMES]
 
 
 def approval_refusal(pull: PullRequest, approver: str, approved_head: str | None) -> str | None:

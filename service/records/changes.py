@@ -7,11 +7,13 @@ change, whatever its phase or triage state, so no history is ever stored twice.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy import ColumnElement
 from sqlmodel import Session, col, select
 
+from roofwatch.service.analysis.failure_groups import shown_name
 from roofwatch.service.analysis.lifecycle import CONFIRMED, overlaps
 from roofwatch.service.core.models import Change, Commit
 
@@ -22,12 +24,16 @@ def shown() -> ColumnElement[bool]:
 
 
 def find_same(session: Session, *, repository_id: int, kind: str, device_id: int | None,
-              benchmark_id: int | None = None, test_id: str | None = None,
+              benchmark_id: int | None = None, test_id: str | None = None, also_test_ids: Collection[str] = (),
               start: int | None, end: int) -> Change | None:
-    """The known change this sighting ``(start, end]`` (positions) is, if any."""
+    """The known change this sighting ``(start, end]`` (positions) is, if any.
+
+    ``also_test_ids``: other ids the same change may be stored under — a test function's
+    parametrizations, each of which was a change of its own before failures were grouped.
+    """
+    same_test = col(Change.test_id).in_([test_id, *also_test_ids]) if also_test_ids else Change.test_id == test_id
     query = select(Change).where(
-        Change.repository_id == repository_id, Change.kind == kind, Change.benchmark_id == benchmark_id,
-        Change.test_id == test_id)
+        Change.repository_id == repository_id, Change.kind == kind, Change.benchmark_id == benchmark_id, same_test)
     if device_id is not None:
         # Correctness outcomes do not depend on the device's epoch the way timings do, but a
         # failure seen on another GPU model is still its own sighting.
@@ -38,6 +44,18 @@ def find_same(session: Session, *, repository_id: int, kind: str, device_id: int
         if overlaps(start, end, change.range_start_position, change.range_end_position):
             return change
     return None
+
+
+def members(change: Change) -> list[str]:
+    """The tests a correctness change is made of: its function's failing parametrizations (``tests``),
+    or the one test of a change recorded before failures were grouped."""
+    return list(change.details.get("tests") or ([change.test_id] if change.test_id else []))
+
+
+def test_name(test_id: str | None, details: dict[str, Any] | None) -> str:
+    """What a test's change is called: its one failing test, or its function when several parametrizations fail."""
+    tests = list((details or {}).get("tests") or [])
+    return shown_name(test_id or "", tests) if tests else (test_id or "")
 
 
 def narrow_to(change: Change, good: Commit | None, bad: Commit) -> None:

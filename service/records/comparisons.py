@@ -1,6 +1,6 @@
 """A/B comparisons in the database: create one, store what a worker measured, decide.
 
-A comparison is decided from its rounds alone (``roofwatch.service.analysis.abtest``) — never from
+A comparison is decided from its rounds alone (``roofwatch.ab.abtest``) — never from
 history — so a pull request's verdict depends only on what was measured in its own job.
 A new test failure on the head that does not also fail on the base makes the verdict
 ``failure`` whatever the timings say.
@@ -8,22 +8,29 @@ A new test failure on the head that does not also fail on the base makes the ver
 
 from __future__ import annotations
 
+import math
 import statistics
-from dataclasses import asdict
+from dataclasses import asdict, replace
+from typing import Any
 
 from sqlmodel import Session, select
 
+from roofwatch.ab import abtest
+from roofwatch.ab.rounds import account, paired_rounds, round_verdicts
 from roofwatch.common.envelope import ENVELOPE_VERSION, ABEnvelope, MeasurementRecord, RoundRecord
 from roofwatch.common.jobs import ABJob
+from roofwatch.common.metrics import is_memory_suite
 from roofwatch.common.redaction import redact_json
+from roofwatch.common.vocabulary import RunState
 from roofwatch.roofline import RooflineError
-from roofwatch.service.analysis import abtest, correctness
-from roofwatch.service.analysis.ab_rounds import paired_rounds, round_verdicts
+from roofwatch.service.analysis import correctness, failure_groups
+from roofwatch.service.analysis.causes import causes, judged
+from roofwatch.service.analysis.dependencies import environment_changes
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.models import Benchmark, Commit, Comparison, ComparisonResult, Device, Repository, utcnow
-from roofwatch.service.core.reports import BenchmarkVerdictRow, ComparisonReport
-from roofwatch.service.records import compiled_artifacts
-from roofwatch.service.records.ingest import IngestError, upsert_benchmark, upsert_device
+from roofwatch.service.core.reports import BenchmarkVerdictRow, ComparisonReport, MissingBenchmark, NewFailure
+from roofwatch.service.records import acceptances, compiled_artifacts
+from roofwatch.service.records.ingest import IngestError, stored_order, upsert_benchmark, upsert_device
 from roofwatch.service.records.roofline import fraction_of_roofline, peaks_for
 from roofwatch.service.records.suite_configs import job_fields
 
@@ -43,13 +50,16 @@ def create_comparison(session: Session, repository: Repository, base: Commit, he
 
 def ab_job_for(comparison: Comparison, repository: Repository, base: Commit, head: Commit, data_dir: str,
                suite_timeout_s: float, output_limit: int, max_rounds: int, min_rounds: int = 3,
-               budget_s: float | None = None) -> ABJob:
+               budget_s: float | None = None, only: tuple[str, ...] = ()) -> ABJob:
     """The worker's A/B job, carrying the repository's stored suites as a run's job does.
 
-    ``budget_s`` (default ``ROOFWATCH_AB_BUDGET_S``) bounds the wall time of the rounds.
+    ``budget_s`` (default ``ROOFWATCH_AB_BUDGET_S``) bounds the wall time of the rounds; ``only``
+    (a confirmation's candidates, ``suite::name``) limits what is measured.
     """
+    settings = get_settings()
     if budget_s is None:
-        budget_s = get_settings().ab_budget_s
+        budget_s = settings.ab_budget_s
+    stored = job_fields(comparison, repository)
     return ABJob(
         budget_s=budget_s or None,
         run_id=comparison.run_id,
@@ -57,7 +67,8 @@ def ab_job_for(comparison: Comparison, repository: Repository, base: Commit, hea
         repository=repository.full_name, clone_url=repository.clone_url, base_sha=base.sha,
         head_sha=head.sha, data_dir=data_dir, min_rounds=min_rounds, max_rounds=max(min_rounds, max_rounds),
         suite_timeout_s=suite_timeout_s, output_limit=output_limit, suite_network=repository.suite_network,
-        **job_fields(comparison, repository),
+        suites_toml=stored.get("suites_toml", ""), suites_label=stored.get("suites_label", ""),
+        only=tuple(sorted(only)), later_rounds=settings.ab_later_rounds,
     )
 
 
@@ -85,28 +96,107 @@ def ingest_ab(session: Session, envelope: ABEnvelope) -> Comparison:
     comparison.error = envelope.reason
 
     new_failures, fixed = _correctness(envelope.rounds)
-    verdicts = _store_results(session, comparison, repository, device, envelope)
+    verdicts, adjusted = _store_results(session, comparison, repository, device, envelope)
     spent = (envelope.finished_at - envelope.started_at).total_seconds()
     comparison.details = {
         **comparison.details, "new_failures": new_failures, "fixed": fixed,
         "mde_pct": max((r.mde_pct for r in verdicts if r.mde_pct is not None), default=None),
         "min_effect_pct": 100 * envelope.min_effect, "budget_s": envelope.budget_s, "spent_s": spent,
+        # The level of the intervals decided with, and the higher one of each change's (suite::name).
+        "confidence": abtest.CONFIDENCE, "adjusted_confidence": adjusted,
         "stop_reason": envelope.stop_reason,
         "compiled": compiled_artifacts.ab_summary(envelope.rounds),
         "suites_source": envelope.suites_source,
+        **judgement_details(envelope),
+        "rounds_run": rounds_run(envelope.rounds), "left_open": envelope.left_open,
+        **environment_details(envelope.rounds),
+        **({"max_rounds": envelope.max_rounds} if envelope.max_rounds is not None else {}),
     }
-    if comparison.state == "cancelled":
+    if comparison.state == RunState.CANCELLED:
         comparison.verdict = "cancelled"  # measured after all, but nobody is waiting for the verdict
     elif envelope.status == "errored":
-        comparison.state, comparison.verdict = "errored", "errored"
+        comparison.state, comparison.verdict = RunState.ERRORED, "errored"
     else:
         comparison.state = "succeeded" if envelope.status == "succeeded" else "failed"
-        perf = abtest.overall([_as_verdict(r) for r in verdicts])
-        comparison.verdict = "failure" if new_failures else perf
+        comparison.details["perf_verdict"] = abtest.overall([_as_verdict(r) for r in verdicts])
+        acceptances.settle(session, comparison)
     comparison.finished_at = utcnow()
     session.add(comparison)
     session.flush()
     return comparison
+
+
+def judgement_details(envelope: ABEnvelope) -> dict[str, Any]:
+    """What judged the comparison and where every benchmark of the base went, for ``details``.
+
+    ``missing_on_head``: the base's benchmarks with no verdict, each with why — not reported,
+    timed with other options, its suite broken on the head, or renamed by the head's own table
+    (paired for this comparison, but a maintainer accepts such a rename like a deletion).
+    """
+    pairing = {**envelope.renamed, **envelope.head_renamed}
+    unfinished = {s.name: s.reason or s.status for r in envelope.rounds if r.side == "head" and r.index == 0
+                  for s in r.suites if s.status in ("errored", "timeout") or (s.kind == "benchmark" and s.status == "failed")}
+    found = account(envelope.rounds, pairing, unfinished)
+    trusted = account(envelope.rounds, envelope.renamed).paired
+    missing = [_named(key) | {"reason": reason} for key, reason in found.missing.items()]
+    renamed = []
+    for old, new in sorted(found.renamed.items()):
+        pending = trusted.get(old) != new
+        renamed.append({"from": _named(old), "to": _named(new), "pending": pending})
+        if pending:
+            missing.append(_named(old) | {"reason": f"renamed to {new.split('::', 1)[1]} by the head's own "
+                                                    "[tool.roofwatch] renamed: paired here, counted once accepted"})
+    return {
+        "judged_by": envelope.judged_by, "missing_policy": envelope.missing_policy,
+        "settings_changes": [change.model_dump() for change in envelope.settings_changes],
+        "missing_on_head": sorted(missing, key=lambda m: (m["suite"], m["benchmark"])),
+        "new_on_head": [_named(key) for key in found.new], "renamed": renamed,
+    }
+
+
+def environment_details(rounds: list[RoundRecord]) -> dict[str, Any]:
+    """Each side's own environment per suite (round one's), and how the head's differs from the base's."""
+    first = {(r.side, s.name): s.environment for r in rounds if r.index == 0 for s in r.suites if s.environment}
+    if not first:
+        return {}
+    suites = sorted({name for _, name in first})
+    changes = {name: found for name in suites
+               if (found := environment_changes(first.get(("base", name), {}), first.get(("head", name), {})))}
+    return {"environments": {side: {name: env for (s, name), env in first.items() if s == side}
+                             for side in ("base", "head")},
+            "environment_changes": changes}
+
+
+NAMES_PER_PROCESS = 200  # benchmark names kept per process of a later round (round one: a count)
+
+
+def rounds_run(rounds: list[RoundRecord]) -> list[dict[str, Any]]:
+    """What each process of the comparison measured, in the order run: per suite, the benchmarks
+    (names for a later round's selection, a count for round one's whole suites) and the order's seed."""
+    out: list[dict[str, Any]] = []
+    for record in rounds:
+        suites = []
+        for suite in record.suites:
+            names = sorted(m.name for m in suite.measurements)
+            row: dict[str, Any] = {"suite": suite.name, "kind": suite.kind, "status": suite.status,
+                                   "duration_s": round(suite.duration_s, 3), "measured": len(names)}
+            if suite.selected is not None:
+                row["selected"] = suite.selected[:NAMES_PER_PROCESS]
+                row["names"] = names[:NAMES_PER_PROCESS]
+            if suite.order_seed is not None:
+                row["order_seed"] = suite.order_seed
+            if suite.order and suite.kind == "benchmark" and not is_memory_suite(suite.name):
+                row |= {k: v for k, v in stored_order(suite.order_seed, suite.order).items() if k != "seed"}
+            if suite.calibrations_reused:
+                row["calibrations_reused"] = suite.calibrations_reused
+            suites.append(row)
+        out.append({"index": record.index, "side": record.side, "suites": suites})
+    return out
+
+
+def _named(key: str) -> dict[str, str]:
+    suite, name = key.split("::", 1)
+    return {"suite": suite, "benchmark": name}
 
 
 def _outcomes(rounds: list[RoundRecord], side: str) -> dict[str, tuple[str, str]]:
@@ -115,55 +205,88 @@ def _outcomes(rounds: list[RoundRecord], side: str) -> dict[str, tuple[str, str]
             for r in first for s in r.suites for o in s.outcomes}
 
 
-def _correctness(rounds: list[RoundRecord]) -> tuple[list[dict[str, str]], list[str]]:
+def _correctness(rounds: list[RoundRecord]) -> tuple[list[NewFailure], list[str]]:
+    """The head's new failures, one entry per test function (``failure_groups``): ``test_id`` its one
+    test or its function, ``tests`` the failing parametrizations in the order the suite ran them,
+    ``message`` the first one's failure text. And the tests it fixed."""
     base, head = _outcomes(rounds, "base"), _outcomes(rounds, "head")
     base_map = {k: v[0] for k, v in base.items()}
     head_map = {k: v[0] for k, v in head.items()}
-    new = [{"test_id": key.split("::", 1)[1], "suite": key.split("::", 1)[0], "message": head[key][1][:2000]}
-           for key in correctness.new_failures(base_map, head_map)]
+    broken = set(correctness.new_failures(base_map, head_map))
+    # Keyed suite::test id, so a function is never grouped with a namesake of another suite.
+    groups = failure_groups.group_failures((key, head[key][1]) for key in head if key in broken)
+    new: list[NewFailure] = [
+        {"test_id": group.name.split("::", 1)[1], "suite": group.function.split("::", 1)[0],
+         "message": group.message[:2000], "tests": [test.split("::", 1)[1] for test in group.tests]}
+        for group in groups]
     return new, correctness.fixed(base_map, head_map)
 
 
 def _store_results(session: Session, comparison: Comparison, repository: Repository, device: Device,
-                   envelope: ABEnvelope) -> list[ComparisonResult]:
+                   envelope: ABEnvelope) -> tuple[list[ComparisonResult], dict[str, float]]:
+    """The results' rows, and the confidence of each interval shown at another level than ``abtest.CONFIDENCE``
+    (a change's: adjusted for the benchmarks compared), by ``suite::name``."""
     rounds = envelope.rounds
     records: dict[str, tuple[str, MeasurementRecord]] = {}
     for record in rounds:
         for suite in record.suites:
             for m in suite.measurements:
                 records.setdefault(f"{suite.name}::{m.name}", (suite.name, m))
-    pairs = paired_rounds(rounds)
+    pairing = {**envelope.renamed, **envelope.head_renamed}
+    pairs = paired_rounds(rounds, pairing)
     keys = sorted(pairs)
     benchmarks: dict[str, Benchmark] = {
         key: upsert_benchmark(session, repository, records[key][0], device, records[key][1]) for key in keys
     }
     decided = round_verdicts(rounds, envelope.min_effect, envelope.min_effects,
-                             {k: benchmarks[k].higher_is_better for k in keys})
+                             {k: benchmarks[k].higher_is_better for k in keys}, pairing)
+    why = causes(rounds, decided, pairing, envelope.changed_files,
+                 environment_details(rounds).get("environment_changes", {}), {k: benchmarks[k].unit for k in keys})
     rows: list[ComparisonResult] = []
+    adjusted: dict[str, float] = {}
     for key in keys:
-        verdict = decided[key]
+        verdict = judged(decided[key], why.get(key))
+        if verdict.confidence != abtest.CONFIDENCE:
+            adjusted[key] = verdict.confidence
+        attribution = dict(why.get(key) or {})
+        if verdict.direction != decided[key].direction:
+            attribution["moved"] = decided[key].direction  # what the numbers alone said
         base_values, head_values = pairs[key]
-        benchmark = benchmarks[key]
-        base_median, head_median = statistics.median(base_values), statistics.median(head_values)
-        fields = {k: v for k, v in asdict(verdict).items() if k not in ("rounds", "confidence", "rounds_needed")}
-        for name in ("threshold_pct", "mde_pct"):
-            if fields[name] == float("inf"):
-                fields[name] = None  # too few rounds: there was no threshold
-        row = ComparisonResult(
-            comparison_id=comparison.id, benchmark_id=benchmark.id,  # type: ignore[arg-type]
-            base_values=base_values, head_values=head_values, base_median=base_median, head_median=head_median,
-            base_roofline=_roofline(device, benchmark, base_median),
-            head_roofline=_roofline(device, benchmark, head_median), **fields,
-        )
-        session.add(row)
-        rows.append(row)
+        rows.append(store_result(session, comparison, benchmarks[key], device, verdict, base_values, head_values,
+                                 attribution))
     session.flush()
-    return rows
+    return rows, adjusted
+
+
+def store_result(session: Session, comparison: Comparison, benchmark: Benchmark, device: Device,
+                 verdict: abtest.ABVerdict, base_values: list[float], head_values: list[float],
+                 attribution: dict[str, Any] | None = None) -> ComparisonResult:
+    """One benchmark's verdict as its comparison row: the one way an A/B and an upload store a result.
+
+    ``base_values``/``head_values``: what the verdict rests on (per-round medians of an A/B, an
+    upload's one median per side); the row's medians and % of roofline are read from them.
+    """
+    base_median, head_median = statistics.median(base_values), statistics.median(head_values)
+    fields = {k: v for k, v in asdict(verdict).items() if k not in ("rounds", "confidence", "rounds_needed")}
+    for name in ("threshold_pct", "mde_pct"):
+        if fields[name] == float("inf"):
+            fields[name] = None  # too few rounds: there was no threshold
+    row = ComparisonResult(
+        comparison_id=comparison.id, benchmark_id=benchmark.id,  # type: ignore[arg-type]
+        base_values=base_values, head_values=head_values, base_median=base_median, head_median=head_median,
+        base_roofline=_roofline(device, benchmark, base_median),
+        head_roofline=_roofline(device, benchmark, head_median), attribution=attribution or {}, **fields,
+    )
+    session.add(row)
+    return row
 
 
 def _as_verdict(row: ComparisonResult) -> abtest.ABVerdict:
+    """A stored row as the verdict it was stored from (an unknown threshold or detectable change: infinite)."""
+    unknown = float("inf")
     return abtest.ABVerdict(row.change_pct, row.ci_low, row.ci_high, row.p_value, row.q_value, row.noise_pct,
-                            row.threshold_pct or 0.0, row.mde_pct or 0.0, len(row.base_values),
+                            unknown if row.threshold_pct is None else row.threshold_pct,
+                            unknown if row.mde_pct is None else row.mde_pct, len(row.base_values),
                             row.direction, row.reason)  # type: ignore[arg-type]
 
 
@@ -198,14 +321,18 @@ def comparison_report(session: Session, comparison_id: int,
     base = session.get(Commit, comparison.base_commit_id)
     head = session.get(Commit, comparison.head_commit_id)
     device = session.get(Device, comparison.device_id) if comparison.device_id else None
-    rows: list[BenchmarkVerdictRow] = [{
-        "benchmark": b.name, "suite": b.suite, "unit": b.unit, "higher_is_better": b.higher_is_better,
-        "base_median": r.base_median, "head_median": r.head_median,
-        "change_pct": r.change_pct, "ci_low": r.ci_low, "ci_high": r.ci_high, "p_value": r.p_value,
-        "q_value": r.q_value, "noise_pct": r.noise_pct, "threshold_pct": r.threshold_pct,
-        "mde_pct": r.mde_pct, "direction": r.direction, "reason": r.reason, "rounds": len(r.base_values),
-        "base_roofline": r.base_roofline, "head_roofline": r.head_roofline,
-    } for r, b in (results if results is not None else results_of(session, comparison_id))]
+    renamed_to = {(r["from"]["suite"], r["from"]["benchmark"]): r["to"]["benchmark"]
+                  for r in comparison.details.get("renamed", [])}
+    # Stored since labels say the level; older comparisons were decided at the same one.
+    level = float(comparison.details.get("confidence") or abtest.CONFIDENCE)
+    adjusted: dict[str, float] = comparison.details.get("adjusted_confidence") or {}
+    rows: list[BenchmarkVerdictRow] = [
+        verdict_row(replace(_as_verdict(r), confidence=adjusted.get(f"{b.suite}::{b.name}", level)),
+                    name=b.name, suite=b.suite, unit=b.unit, higher_is_better=b.higher_is_better,
+                    base_median=r.base_median, head_median=r.head_median, rounds=len(r.base_values),
+                    rooflines=(r.base_roofline, r.head_roofline), head_benchmark=renamed_to.get((b.suite, b.name)),
+                    attribution=r.attribution)
+        for r, b in (results if results is not None else results_of(session, comparison_id))]
     # The benchmark whose noise sets the headline's smallest detectable change (the largest).
     measured = [(mde, r["benchmark"]) for r in rows if (mde := r.get("mde_pct")) is not None]
     return {
@@ -213,12 +340,71 @@ def comparison_report(session: Session, comparison_id: int,
         "id": comparison.id, "base": base.sha if base else None, "head": head.sha if head else None,
         "state": comparison.state, "verdict": comparison.verdict, "rounds": comparison.rounds,
         "purpose": comparison.purpose, "device": device.device_class if device else None,
-        "error": comparison.error, "mde_pct": comparison.details.get("mde_pct"),
+        "error": comparison.error, "mde_pct": comparison.details.get("mde_pct"), "confidence": level,
         "new_failures": comparison.details.get("new_failures", []),
         "fixed": comparison.details.get("fixed", []), "benchmarks": rows,
         "compiled": comparison.details.get("compiled", {}),
         "suites_source": comparison.details.get("suites_source", ""),
         "min_effect_pct": comparison.details.get("min_effect_pct"),
         "budget_s": comparison.details.get("budget_s"), "spent_s": comparison.details.get("spent_s"),
+        "max_rounds": comparison.details.get("max_rounds"),
         "stop_reason": comparison.details.get("stop_reason", ""),
+        "judged_by": comparison.details.get("judged_by", ""),
+        "settings_changes": comparison.details.get("settings_changes", []),
+        "missing_on_head": _missing_rows(comparison),
+        "new_on_head": comparison.details.get("new_on_head", []),
+        "missing_policy": comparison.details.get("missing_policy", "failure"),
+        "environment_changes": comparison.details.get("environment_changes", {}),
     }
+
+
+def verdict_row(verdict: abtest.ABVerdict, *, name: str, suite: str, unit: str = "s", higher_is_better: bool = False,
+                base_median: float | None, head_median: float | None, rounds: int,
+                rooflines: tuple[float | None, float | None] | None = None, head_benchmark: str | None = None,
+                attribution: dict[str, Any] | None = None) -> BenchmarkVerdictRow:
+    """One benchmark's verdict as every report shows it: the one way a stored comparison's row
+    (``comparison_report``) and a verdict from result files (``roofwatch verdict``) are made.
+
+    A threshold or detectable change that no round count gave (infinite) is ``None``: JSON has no
+    infinity. ``rounds_needed`` is there only where the verdict said it (a fresh one, not a stored row).
+    """
+    row: BenchmarkVerdictRow = {
+        "benchmark": name, "suite": suite, "unit": unit, "higher_is_better": higher_is_better,
+        "base_median": base_median, "head_median": head_median,
+        "change_pct": verdict.change_pct, "ci_low": verdict.ci_low, "ci_high": verdict.ci_high,
+        "p_value": verdict.p_value, "q_value": verdict.q_value, "noise_pct": verdict.noise_pct,
+        "threshold_pct": _finite(verdict.threshold_pct), "mde_pct": _finite(verdict.mde_pct),
+        "direction": verdict.direction, "reason": verdict.reason, "rounds": rounds,
+        "confidence": verdict.confidence,
+    }
+    if verdict.rounds_needed is not None:
+        row["rounds_needed"] = verdict.rounds_needed
+    if rooflines is not None:
+        row["base_roofline"], row["head_roofline"] = rooflines
+    if head_benchmark is not None:
+        row["head_benchmark"] = head_benchmark
+    return {**row, **_why(attribution)}
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _why(attribution: dict[str, Any] | None) -> BenchmarkVerdictRow:
+    """A row's ``why``, ``cause`` and ``attribution`` fields (none when nothing was recorded)."""
+    if not attribution:
+        return {}
+    return {"why": attribution.get("why", ""), "cause": attribution.get("cause", "unknown"),
+            "attribution": {k: v for k, v in attribution.items() if k not in ("why", "cause")}}
+
+
+def _missing_rows(comparison: Comparison) -> list[MissingBenchmark]:
+    """The missing benchmarks, each with who accepted it and when (as ``acceptances.settle`` recorded)."""
+    accepted = {a["benchmark"]: a for a in comparison.details.get("accepted_missing", [])}
+    rows: list[MissingBenchmark] = []
+    for m in comparison.details.get("missing_on_head", []):
+        row: MissingBenchmark = {"suite": m["suite"], "benchmark": m["benchmark"], "reason": m["reason"]}
+        if (a := accepted.get(f"{m['suite']}::{m['benchmark']}")) is not None:
+            row["accepted_by"], row["accepted_at"], row["accepted_via"] = a["by"], a["at"], a["via"]
+        rows.append(row)
+    return rows

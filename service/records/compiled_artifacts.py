@@ -8,20 +8,21 @@ from dataclasses import dataclass
 from sqlalchemy import insert
 from sqlmodel import Session, col, select
 
-from roofwatch.common.envelope import RoundRecord, SuiteResult
+from roofwatch.common.envelope import CompiledArtifactRecord, RoundRecord, SuiteResult
+from roofwatch.service.analysis.causes import compiled_sides
 from roofwatch.service.analysis.compiled import Artifact, BinaryVerdict, binary_verdict, for_tests
 from roofwatch.service.core.models import Commit, CompiledArtifact, Run
 
-# The fields ``roofwatch artifacts --format json`` prints, in this order.
-PUBLIC_FIELDS = ("kernel", "specialization", "target", "status", "reason", "registers", "spill_bytes",
-                 "stack_bytes", "shared_bytes", "ptx_bytes", "sass_bytes", "sass_instructions", "instructions",
-                 "sass_hash", "toolchain", "tests")
+# What a worker measures but the database does not keep: how long the compile took on that host.
+NOT_STORED = frozenset({"compile_s"})
+# The fields ``roofwatch artifacts --format json`` prints, in the record's order: every stored one.
+PUBLIC_FIELDS = tuple(name for name in CompiledArtifactRecord.model_fields if name not in NOT_STORED)
 
 
 def store(session: Session, run_id: int, suites: Sequence[SuiteResult]) -> int:
     """Insert the artifacts of the run's compile suites; how many."""
     rows = [{"run_id": run_id, "suite": suite.name,
-             **artifact.model_dump(exclude={"compile_s"})}
+             **artifact.model_dump(exclude=set(NOT_STORED))}
             for suite in suites if suite.kind == "compile" for artifact in suite.artifacts]
     if rows:
         session.execute(insert(CompiledArtifact), rows)
@@ -93,22 +94,15 @@ def kernel_history(session: Session, repository_id: int, kernel: str, limit: int
     return list(reversed([p for p in points if p.sha in kept]))
 
 
-def kernels_of(session: Session, repository_id: int) -> list[str]:
-    return list(session.exec(
-        select(CompiledArtifact.kernel).join(Run, col(CompiledArtifact.run_id) == col(Run.id))
-        .where(Run.repository_id == repository_id).distinct().order_by(col(CompiledArtifact.kernel))).all())
-
-
 def public(artifact: CompiledArtifact) -> dict[str, object]:
     return {name: getattr(artifact, name) for name in PUBLIC_FIELDS}
 
 
 def ab_summary(rounds: Sequence[RoundRecord]) -> dict[str, object]:
     """What the compiled code did between an A/B's base and head (round 0 runs every suite of both)."""
-    sides = {side: [a for r in rounds if r.side == side and r.index == 0
-                    for s in r.suites if s.kind == "compile" for a in s.artifacts] for side in ("base", "head")}
-    verdict = binary_verdict(sides["base"], sides["head"])
+    base, head = compiled_sides(rounds)
+    verdict = binary_verdict(base, head)
     if verdict.identical is None:
         return {}
     return {"identical": verdict.identical, "targets": list(verdict.targets),
-            "kernels": len({a.kernel for a in sides["head"]}), "diffs": [d.as_dict() for d in verdict.diffs]}
+            "kernels": len({a.kernel for a in head}), "diffs": [d.as_dict() for d in verdict.diffs]}

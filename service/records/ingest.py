@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 import numpy as np
 from sqlalchemy import String, any_, bindparam, insert
@@ -12,9 +13,11 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlmodel import Session, col, select
 
 from roofwatch.common.envelope import ENVELOPE_VERSION, DeviceInfo, Envelope, MeasurementRecord
+from roofwatch.common.metrics import is_memory_suite
 from roofwatch.common.redaction import redact_json
+from roofwatch.common.sampling import reservoir, seed_for
+from roofwatch.common.vocabulary import MEASURED_STATES, TERMINAL_STATES
 from roofwatch.roofline import Peaks, RooflineError
-from roofwatch.service.analysis.sampling import reservoir, seed_for
 from roofwatch.service.core.errors import IngestError
 from roofwatch.service.core.fingerprint import benchmark_fingerprint
 from roofwatch.service.core.models import (
@@ -28,7 +31,6 @@ from roofwatch.service.core.models import (
     TestOutcome,
     utcnow,
 )
-from roofwatch.service.core.vocabulary import MEASURED_STATES, TERMINAL_STATES
 from roofwatch.service.records import compiled_artifacts, latest
 from roofwatch.service.records.roofline import fraction_of_roofline, peaks_for
 from roofwatch.service.records.storable import storable_envelope
@@ -89,13 +91,16 @@ def ingest_envelope(session: Session, envelope: Envelope) -> Run:
     outcomes: list[dict[str, object]] = []
     records: list[tuple[str, MeasurementRecord]] = []
     for suite in envelope.suites:
-        session.add(SuiteExecution(
-            run_id=run_id, name=suite.name, kind=suite.kind, status=suite.status,
-            reason=suite.reason, exit_code=suite.exit_code, duration_s=suite.duration_s,
-            output_tail=suite.output_tail,
-        ))
-        if suite.status != "passed":
-            excerpts.append(f"== {suite.name}: {suite.reason}\n{suite.output_tail[-2000:]}")
+        # A derived peak-memory suite was no execution of its own: its parent's row says how that went.
+        if not is_memory_suite(suite.name):
+            session.add(SuiteExecution(
+                run_id=run_id, name=suite.name, kind=suite.kind, status=suite.status,
+                reason=suite.reason, exit_code=suite.exit_code, duration_s=suite.duration_s,
+                output_tail=suite.output_tail, environment=suite.environment, suite_files=suite.suite_files,
+                order=stored_order(suite.order_seed, suite.order) if suite.kind == "benchmark" else {},
+            ))
+            if suite.status != "passed":
+                excerpts.append(f"== {suite.name}: {suite.reason}\n{suite.output_tail[-2000:]}")
         outcomes += [{"run_id": run_id, "suite": suite.name, **outcome.model_dump()} for outcome in suite.outcomes]
         timed = [record for record in suite.measurements if _timing(record.median) and _timing(record.min)]
         if len(timed) < len(suite.measurements):
@@ -189,7 +194,7 @@ def benchmark_ids(session: Session, repository: Repository, device: Device,
                 fingerprint=key, repository_id=repository.id, suite=suite, name=record.name,  # type: ignore[arg-type]
                 params=record.params, dtype=record.dtype, shape=record.shape,
                 impl=str(record.extra_info.get("impl") or ""), device_class=device.device_class,
-                flops=record.flops, bytes=record.bytes,
+                flops=record.flops, bytes=record.bytes, unit=record.unit,
             )
     if created:
         session.add_all(created.values())
@@ -200,6 +205,17 @@ def benchmark_ids(session: Session, repository: Repository, device: Device,
         session.execute(sa_update(table).where(table.c.id == bindparam("b_id")).values(
             flops=bindparam("flops"), bytes=bindparam("bytes")), list(changed.values()))
     return [known[key][0] for key in keys]
+
+
+ORDER_STORED = 5000  # node ids of one process's order kept
+
+
+def stored_order(seed: int | None, order: list[str]) -> dict[str, Any]:
+    """A process's benchmark order as stored: its seed and the node ids in the order run (bounded)."""
+    if seed is None and not order:
+        return {}
+    return {"seed": seed, "order": order[:ORDER_STORED], **({"more": len(order) - ORDER_STORED}
+                                                            if len(order) > ORDER_STORED else {})}
 
 
 def _measurement(run_id: int, benchmark_id: int, peaks: Peaks | None,
@@ -230,12 +246,14 @@ def _measurement(run_id: int, benchmark_id: int, peaks: Peaks | None,
         "cv": spread / record.mean if record.mean > 0 else 0.0,
         "clock_mhz": _number(record.extra_info.get("sm_clock_mhz")),
         "achieved_flops": achieved_flops, "achieved_bandwidth": achieved_bw, "roofline_fraction": fraction,
+        "ran": record.ran,
     }
     return row, harness_error
 
 
 MEASUREMENT_COLUMNS = ("run_id", "benchmark_id", "samples", "median", "iqr", "min", "mean", "n", "cv",
-                       "clock_mhz", "achieved_flops", "achieved_bandwidth", "roofline_fraction")
+                       "clock_mhz", "achieved_flops", "achieved_bandwidth", "roofline_fraction", "ran")
+JSON_COLUMNS = ("samples", "ran")
 
 
 def _insert_measurements(session: Session, rows: list[dict[str, object]]) -> None:
@@ -250,7 +268,7 @@ def _insert_measurements(session: Session, rows: list[dict[str, object]]) -> Non
         sql.SQL(", ").join(map(sql.Identifier, MEASUREMENT_COLUMNS)))
     with cursor.copy(statement) as copy:
         for row in rows:
-            copy.write_row([json.dumps(row[c]) if c == "samples" else row[c] for c in MEASUREMENT_COLUMNS])
+            copy.write_row([json.dumps(row[c]) if c in JSON_COLUMNS else row[c] for c in MEASUREMENT_COLUMNS])
 
 
 def _number(value: object) -> float | None:

@@ -3,7 +3,7 @@
 Ingest calls :func:`record` with the rows it has just written; a row replaces the stored one only
 when its run is newer, so envelopes arriving out of order (two GPUs, a retried ingest) leave the
 newest run in place. Runs that do not measure the branch head are ignored
-(``LATEST_EXCLUDED_TRIGGERS``).
+(``LATEST_EXCLUDED_TRIGGERS``, and runs of commits off the branch).
 """
 
 from __future__ import annotations
@@ -16,15 +16,16 @@ from sqlalchemy import select as sa_select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col
 
+from roofwatch.common.vocabulary import LATEST_EXCLUDED_TRIGGERS
 from roofwatch.service.core.models import LatestMeasurement, Measurement, Run
-from roofwatch.service.core.vocabulary import LATEST_EXCLUDED_TRIGGERS
+from roofwatch.service.records.runs import latest_runs
 
 COLUMNS = ("benchmark_id", "run_id", "median", "iqr", "n", "achieved_flops", "achieved_bandwidth",
            "roofline_fraction")
 
 
 def speaks_for_branch(run: Run) -> bool:
-    return run.trigger not in LATEST_EXCLUDED_TRIGGERS
+    return run.trigger not in LATEST_EXCLUDED_TRIGGERS and not run.branch
 
 
 def record(session: Session, run: Run, rows: Sequence[Mapping[str, Any]]) -> None:
@@ -51,7 +52,7 @@ def rebuild(session: Session) -> int:
     """
     newest = (sa_select(col(Measurement.benchmark_id).label("benchmark_id"), func.max(col(Measurement.run_id)).label("run_id"))
               .join(Run, col(Run.id) == col(Measurement.run_id))
-              .where(col(Run.trigger).not_in(LATEST_EXCLUDED_TRIGGERS))
+              .where(latest_runs())
               .group_by(col(Measurement.benchmark_id)).subquery())
     rows = (sa_select(*(getattr(Measurement, c) for c in COLUMNS))
             .join(newest, and_(newest.c.benchmark_id == col(Measurement.benchmark_id),

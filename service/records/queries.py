@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import select as sa_select
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, col, select
 
+from roofwatch.common.vocabulary import CORRECTNESS_KINDS
+from roofwatch.service.analysis.suite_files import FilesPoint, events
 from roofwatch.service.core.models import Benchmark, Change, Commit, Comparison, Device, Measurement, Repository, Run
 from roofwatch.service.core.units import METRIC_NAMES, change_in_metric, interval_in_metric, metric_kind
-from roofwatch.service.records.changes import shown
+from roofwatch.service.records.changes import shown, test_name
+from roofwatch.service.records.runs import drawn_runs
+from roofwatch.service.records.series import suite_files_by_run
 
 
 def _title(message: str | None) -> str:
@@ -56,7 +60,9 @@ def change_rows(session: Session, repository_id: int | None = None, *, after: in
         {
             "id": row.id,
             "repository": row.full_name,
-            "benchmark": row.name if row.name is not None else row.test_id,
+            "benchmark": row.name if row.name is not None else test_name(row.test_id, row.details),
+            # A correctness change's failing tests: its function's parametrizations that one commit broke.
+            "tests": _tests(row.kind, row.test_id, row.details),
             "suite": row.suite,
             "kind": row.kind,
             "commit": row.sha,
@@ -68,10 +74,22 @@ def change_rows(session: Session, repository_id: int | None = None, *, after: in
             "state": row.state,
             "device_class": row.device_class,
             "details": row.details,
+            # What the commit's own environment changed under it, where it has one: "slowdep 1.0 → 2.0".
+            "environment_change": (row.details or {}).get("environment_change", []),
+            # Why it moved, in one line, from the A/B that confirmed it (analysis.attribution): the kernels,
+            # environment or imported files that differ between its two commits. "": not recorded.
+            "why": (row.details or {}).get("why", ""),
             **_in_metric(row),
         }
         for row in session.execute(query)
     ]
+
+
+def _tests(kind: str, test_id: str | None, details: dict[str, Any] | None) -> list[str]:
+    """A correctness change's failing tests (its function's parametrizations that one commit broke); [] else."""
+    if kind not in CORRECTNESS_KINDS:
+        return []
+    return list((details or {}).get("tests") or ([test_id] if test_id else []))
 
 
 def _in_metric(row: Any) -> dict[str, Any]:
@@ -101,10 +119,12 @@ def _series_columns() -> tuple[Any, ...]:
 def _series_query(benchmark_id: int) -> Any:
     # Every column read from ``measurement`` is in ``ix_measurement_benchmark_run``, so PostgreSQL
     # answers from the index alone (a series' rows lie one run's worth of rows apart in the heap).
+    # The branch's series only, as its chart draws it: a pull request's head, or a commit
+    # measured off the default branch (``Run.branch``), is no point of it.
     return (sa_select(*_series_columns()).select_from(Measurement)
             .join(Run, col(Measurement.run_id) == col(Run.id))
             .join(Commit, col(Run.commit_id) == col(Commit.id))
-            .where(col(Measurement.benchmark_id) == benchmark_id))
+            .where(col(Measurement.benchmark_id) == benchmark_id, drawn_runs()))
 
 
 def _series_point(p: Any) -> dict[str, Any]:
@@ -117,7 +137,7 @@ def _series_point(p: Any) -> dict[str, Any]:
 
 
 def series(session: Session, benchmark_id: int) -> list[dict[str, Any]]:
-    """Every measurement of one benchmark in branch order (first-parent position), oldest first.
+    """Every measurement of one benchmark on the branch in branch order (first-parent position), oldest first.
 
     The whole history (the CSV export); the API pages it with :func:`series_page`.
     """
@@ -128,10 +148,39 @@ def series(session: Session, benchmark_id: int) -> list[dict[str, Any]]:
 
 @dataclass(frozen=True)
 class SeriesPage:
-    """Points of one page, oldest first, and the cursor to the page before it (``None``: no more)."""
+    """Points of one page, oldest first, and the cursor to the page before it (``None``: no more).
+
+    ``events``: where the suite's files from outside the commit changed among those points
+    (``roofwatch.service.analysis.suite_files``), the page's first point compared with the one before it.
+    """
 
     points: list[dict[str, Any]]
     next_before: int | None
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+def series_events(session: Session, benchmark: Benchmark, points: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The benchmark-files events among ``points`` (one page of the series, oldest first).
+
+    The page's first point is compared with the measurement just before it on the branch, so an
+    event on a page's edge is listed once, on the page that holds its point.
+    """
+    if not points:
+        return []
+    assert benchmark.id is not None
+    first = points[0]["position"]
+    previous = None if first is None else session.execute(
+        sa_select(col(Run.id)).select_from(Measurement).join(Run, col(Measurement.run_id) == col(Run.id))
+        .join(Commit, col(Run.commit_id) == col(Commit.id))
+        .where(col(Measurement.benchmark_id) == benchmark.id, drawn_runs(),
+               (col(Commit.position) < first) | col(Commit.position).is_(None))
+        .order_by(col(Commit.position).is_(None), col(Commit.position).desc(), col(Run.id).desc())
+        .limit(1)).scalar_one_or_none()
+    runs = [p["run_id"] for p in points] + ([previous] if previous is not None else [])
+    files = suite_files_by_run(session, runs, benchmark.suite)
+    found = events([FilesPoint(p["position"], p["sha"], p["run_id"], files.get(p["run_id"], {})) for p in points],
+                   before=files.get(previous, {}) if previous is not None else None)
+    return [event.as_dict() for event in found]
 
 
 def series_page(session: Session, benchmark: Benchmark, before: int | None = None,
@@ -152,7 +201,8 @@ def series_page(session: Session, benchmark: Benchmark, before: int | None = Non
     wanted = (limit + 1) * RUNS_PER_POINT
     runs = session.execute(
         sa_select(col(Run.id), col(Commit.position)).join(Commit, col(Run.commit_id) == col(Commit.id))
-        .where(col(Commit.repository_id) == benchmark.repository_id, col(Commit.position).is_not(None), *below)
+        .where(col(Commit.repository_id) == benchmark.repository_id, col(Commit.position).is_not(None), drawn_runs(),
+               *below)
         .order_by(col(Commit.position).desc()).limit(wanted)).all()
     newest_first = (col(Commit.position).is_(None), col(Commit.position).desc(), col(Run.id).desc())
     rows: list[Any] = []
@@ -169,7 +219,8 @@ def series_page(session: Session, benchmark: Benchmark, before: int | None = Non
             rest = rest.where((col(Commit.position) < before) | col(Commit.position).is_(None))
         rows = list(session.execute(rest.order_by(*newest_first).limit(limit + 1)))
     if len(rows) <= limit:
-        return SeriesPage([_series_point(r) for r in reversed(rows)], None)
+        points = [_series_point(r) for r in reversed(rows)]
+        return SeriesPage(points, None, series_events(session, benchmark, points))
     cut = rows[limit].position
     page = [r for r in rows[:limit] if r.position != cut]  # an unplaced cut (None) keeps the placed rows
     if not page:
@@ -179,7 +230,8 @@ def series_page(session: Session, benchmark: Benchmark, before: int | None = Non
         oldest = cut
     else:
         oldest = page[-1].position
-    return SeriesPage([_series_point(r) for r in reversed(page)], oldest)
+    points = [_series_point(r) for r in reversed(page)]
+    return SeriesPage(points, oldest, series_events(session, benchmark, points))
 
 
 def benchmarks(session: Session, repository_id: int | None = None) -> list[Benchmark]:
@@ -191,7 +243,7 @@ def benchmarks(session: Session, repository_id: int | None = None) -> list[Bench
 
 def recent_runs(session: Session, repository_id: int | None = None, limit: int = 50) -> list[dict[str, Any]]:
     query = (sa_select(col(Run.id), col(Repository.full_name), col(Commit.sha), col(Commit.message), col(Run.state),
-                       col(Run.trigger), col(Run.error), col(Run.created_at), col(Run.started_at),
+                       col(Run.trigger), col(Run.branch), col(Run.error), col(Run.created_at), col(Run.started_at),
                        col(Run.finished_at), col(Run.device_id))
              .join(Commit, col(Run.commit_id) == col(Commit.id))
              .join(Repository, col(Run.repository_id) == col(Repository.id))
@@ -200,7 +252,7 @@ def recent_runs(session: Session, repository_id: int | None = None, limit: int =
         query = query.where(col(Run.repository_id) == repository_id)
     return [
         {"id": run.id, "repository": run.full_name, "sha": run.sha, "title": _title(run.message), "state": run.state,
-         "trigger": run.trigger, "error": run.error, "created_at": run.created_at,
+         "trigger": run.trigger, "branch": run.branch, "error": run.error, "created_at": run.created_at,
          "started_at": run.started_at, "finished_at": run.finished_at, "device_id": run.device_id}
         for run in session.execute(query)
     ]

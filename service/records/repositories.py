@@ -1,17 +1,19 @@
-"""Find the repository a user means: a registered name, a local path or a clone URL."""
+"""The registered repositories: register one, and find the one a name, a path or a clone URL means.
+
+No git here: registering what a path or URL names on first use (which needs git to say it is a
+repository, and a mirror fetched) is ``roofwatch.service.flows.repositories``.
+"""
 
 from __future__ import annotations
 
-import hashlib
 import re
-import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from sqlmodel import Session, select
 
 from roofwatch.service.core.errors import UnknownRepository
 from roofwatch.service.core.models import TRUST_POLICIES, Repository
-from roofwatch.workers.checkout import ensure_mirror, is_local_path
 
 URL_NAME = re.compile(r"[:/](?P<owner>[\w.-]+)/(?P<name>[\w.-]+?)(?:\.git)?/?$")
 
@@ -36,8 +38,33 @@ def register(session: Session, full_name: str, clone_url: str, default_branch: s
     return repository
 
 
-def _is_url(spec: str) -> bool:
+def is_url(spec: str) -> bool:
     return "://" in spec or spec.startswith("git@")
+
+
+@dataclass(frozen=True)
+class RepositoryRef:
+    """A registered repository as a flow carries it: read once, passed down, never a live row."""
+
+    id: int
+    full_name: str
+    clone_url: str
+    default_branch: str
+    trust_policy: str
+    installation_id: int | None
+
+    @classmethod
+    def of(cls, row: Repository) -> RepositoryRef:
+        assert row.id is not None, "a reference is to a stored repository"
+        return cls(row.id, row.full_name, row.clone_url, row.default_branch, row.trust_policy, row.installation_id)
+
+
+def reference(session: Session, full_name: str) -> RepositoryRef:
+    """The registered repository ``full_name``, as a reference; an error naming it when there is none."""
+    row = session.exec(select(Repository).where(Repository.full_name == full_name)).first()
+    if row is None:
+        raise UnknownRepository(f"repository {full_name} is not registered")
+    return RepositoryRef.of(row)
 
 
 def registered_repository(session: Session, spec: str) -> Repository | None:
@@ -45,7 +72,7 @@ def registered_repository(session: Session, spec: str) -> Repository | None:
     by_name = session.exec(select(Repository).where(Repository.full_name == spec)).first()
     if by_name is not None:
         return by_name
-    if _is_url(spec):
+    if is_url(spec):
         by_url = session.exec(select(Repository).where(Repository.clone_url == spec)).first()
         if by_url is not None or not (match := URL_NAME.search(spec)):
             return by_url
@@ -62,7 +89,7 @@ def registered_repository(session: Session, spec: str) -> Repository | None:
 def find_repository(session: Session, spec: str) -> Repository:
     """The registered repository ``spec`` names; an error naming ``spec`` when there is none.
 
-    For read-only commands: unlike ``resolve_repository`` it never registers anything.
+    For read-only commands: unlike ``flows.repositories.resolve_repository`` it never registers anything.
     """
     repository = registered_repository(session, spec)
     if repository is None:
@@ -71,54 +98,3 @@ def find_repository(session: Session, spec: str) -> Repository:
             "or register it with `roofwatch repo add OWNER/NAME --clone-url URL`"
         )
     return repository
-
-
-def resolve_repository(session: Session, spec: str) -> Repository:
-    """A registered ``OWNER/NAME``, or a path / URL registered on first use."""
-    by_name = session.exec(select(Repository).where(Repository.full_name == spec)).first()
-    if by_name is not None:
-        return by_name
-    if is_local_path(spec):
-        path = Path(spec).resolve()
-        if not _is_git_repository(path):
-            kind = "a folder" if path.is_dir() else "a file"
-            raise UnknownRepository(f"{spec!r} is {kind} but not a git repository "
-                                    "(give the folder a `git clone` made, or run `git init` in it and commit)")
-        clone_url = str(path)
-        by_url = session.exec(select(Repository).where(Repository.clone_url == clone_url)).first()
-        if by_url is not None:
-            return by_url
-        name = f"local/{path.name}"
-        if session.exec(select(Repository).where(Repository.full_name == name)).first():
-            name = f"local/{path.name}-{hashlib.sha256(clone_url.encode()).hexdigest()[:6]}"
-        return register(session, name, clone_url, default_branch="HEAD")
-    if _is_url(spec):
-        by_url = session.exec(select(Repository).where(Repository.clone_url == spec)).first()
-        if by_url is not None:
-            return by_url
-        match = URL_NAME.search(spec)
-        if not match:
-            raise UnknownRepository(f"cannot tell OWNER/NAME from the URL {spec!r}")
-        return register(session, f"{match['owner']}/{match['name']}", spec)
-    raise UnknownRepository(
-        f"{spec!r} is not a registered repository, an existing path or a clone URL "
-        "(register it with `roofwatch repo add OWNER/NAME --clone-url URL`)"
-    )
-
-
-def _is_git_repository(path: Path) -> bool:
-    """A working tree or a bare repository git itself recognises at ``path``."""
-    if not path.is_dir():
-        return False
-    done = subprocess.run(["git", "-C", str(path), "rev-parse", "--git-dir"], capture_output=True, text=True,
-                          check=False)
-    return done.returncode == 0
-
-
-def mirror_and_source(repository: Repository, mirrors_dir: Path) -> tuple[Path, Path]:
-    """The fetched mirror, and where the user's revision names mean what they see.
-
-    For a local checkout that is the checkout itself (``HEAD~3``, its branches); otherwise the mirror.
-    """
-    mirror = ensure_mirror(mirrors_dir, repository.clone_url)
-    return mirror, Path(repository.clone_url) if is_local_path(repository.clone_url) else mirror

@@ -2,7 +2,7 @@
 
 Every change is a new version (nothing is overwritten), so a run's ``suites_source`` names the
 version it used. Jobs carry the newest version's text; precedence is decided on the worker,
-which is the one that sees the commit's own ``pyproject.toml`` (``roofwatch.workers.external_suites``).
+which is the one that sees the commit's own ``pyproject.toml`` (``roofwatch.suite_config.external``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from sqlalchemy.orm import object_session
 from sqlmodel import Session, col, select
 
 from roofwatch.service.core.models import Repository, SuiteConfig
-from roofwatch.workers.external_suites import parse_suites_file
+from roofwatch.suite_config.external import parse_suites_file
 
 
 def store(session: Session, repository: Repository, text: str, origin: str) -> SuiteConfig:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from sqlmodel import Session
 
+from roofwatch.common.vocabulary import TRIAGE_STATES
 from roofwatch.service.core.errors import TriageError
 from roofwatch.service.core.models import Change, Repository, utcnow
-from roofwatch.service.core.vocabulary import TRIAGE_STATES
 
 
 def set_state(session: Session, change_id: int, state: str, note: str = "", actor: str = "",

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from roofwatch.service.analysis.abtest import (
+from roofwatch.ab.abtest import (
     MIN_ROUNDS,
     PairedRounds,
     needs_more_rounds,
@@ -158,7 +158,7 @@ def test_undecided_rows_have_no_interval_and_valid_numbers() -> None:
     (0.50, 10, False),
 ])
 def test_what_an_ab_can_judge_at_a_noise(noise: float, rounds: int, judgeable: bool) -> None:
-    from roofwatch.service.analysis.abtest import can_judge, smallest_detectable
+    from roofwatch.ab.abtest import can_judge, smallest_detectable
 
     assert can_judge(noise, rounds) is judgeable
     assert smallest_detectable(noise, rounds) > 0.02
@@ -177,3 +177,40 @@ def test_an_advantage_of_the_second_process_slot_is_taken_out_by_the_crossover_f
     plain, crossover = verdicts([PairedRounds(base, head), PairedRounds(base, head, head_first=head_first)])
     assert plain.direction == "inconclusive"
     assert crossover.direction == "regression" and 3 < crossover.change_pct < 7
+
+
+@pytest.mark.parametrize(("change", "noise", "rounds", "needed"), [
+    # unchanged code at 5 % noise: a round's difference spreads √2 × 5 %, so t · 7.1 % / √n < 2 % at n = 85
+    (0.0, 0.05, 3, range(85, 86)),
+    # the quieter, the fewer; never fewer than one more than measured, nor than a change needs (4)
+    (0.0, 0.01, 3, range(7, 8)),
+    (0.10, 0.0, 3, range(4, 5)),
+    (0.10, 0.0, 7, range(8, 9)),
+    # an estimate just inside the bound, or noise no cap of rounds narrows: no number of rounds
+    (0.0199, 0.05, 5, None),
+    (0.0, 0.60, 3, None),
+])
+def test_rounds_that_would_settle_a_benchmark_as_a_report_stores_it(change: float, noise: float, rounds: int,
+                                                                     needed: range | None) -> None:
+    from roofwatch.ab.abtest import rounds_for
+
+    found = rounds_for(change, noise, rounds)
+    assert found in needed if needed is not None else found is None, found
+
+
+@pytest.mark.parametrize(("change", "noise", "rounds", "effect"), [
+    # ±60 % noise, 10 rounds: t(0.995, 9) · √2 · ln 1.6 / √10 ≈ 0.68 in log terms, so about 97 %
+    (0.0, 0.60, 10, 0.98),
+    (0.0, 0.20, 10, 0.31),
+    (0.0, 0.20, 40, 0.12),  # more rounds, a smaller one
+    (0.05, 0.20, 10, 0.37),  # the estimate's own size counts too
+    (0.0, 0.001, 10, 0.002),  # below 1 %: tenths of one
+])
+def test_the_smallest_min_effect_a_number_of_rounds_settles(change: float, noise: float, rounds: int,
+                                                            effect: float) -> None:
+    from roofwatch.ab.abtest import DEFAULT_ALPHA, min_effect_settled, rounds_for
+
+    found = min_effect_settled(change, noise, rounds)
+    assert found == pytest.approx(effect), found
+    # and it is honest: at that min_effect the same rounds settle it, at one step less they do not
+    assert (needed := rounds_for(change, noise, rounds, found, DEFAULT_ALPHA)) is not None and needed <= rounds + 1

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from roofwatch.ab.fdr import adjust
 from roofwatch.service.analysis.compare import UNKNOWN_RUN_NOISE_FLOOR, compare, run_to_run_noise
 from roofwatch.service.analysis.correctness import fixed, new_failures
-from roofwatch.service.analysis.fdr import adjust
 
 
 def _samples(center: float, cv: float, n: int = 40, seed: int = 0) -> list[float]:
@@ -80,7 +80,7 @@ def test_bootstrap_medians_have_the_distribution_of_medians_of_real_resamples(n:
 
 
 def test_a_comparison_of_200k_samples_costs_what_one_of_1000_does() -> None:
-    from roofwatch.service.analysis.sampling import SAMPLE_LIMIT, reservoir
+    from roofwatch.common.sampling import SAMPLE_LIMIT, reservoir
 
     rng = np.random.default_rng(5)
     base, head = rng.lognormal(0, 0.05, 200_000), 1.3 * rng.lognormal(0, 0.05, 200_000)

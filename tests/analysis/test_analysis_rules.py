@@ -7,7 +7,8 @@ import math
 
 import pytest
 
-from roofwatch.service.analysis import correctness, environment, fdr, lifecycle
+from roofwatch.ab import fdr
+from roofwatch.service.analysis import correctness, environment, lifecycle
 
 # --- correctness: which tests broke, which were fixed ------------------------------------------
 

@@ -125,3 +125,20 @@ def test_credentials_in_a_stored_config_are_never_shown(client: TestClient) -> N
     assert stored.status_code == 201, stored.text
     for body in (stored.text, client.get(URL).text):
         assert secret not in body and "https://***@github.com/acme/bench.git" in body
+
+
+def test_a_suites_env_values_are_shown_to_the_admin_token_only(client: TestClient) -> None:
+    key = "hf_live_0123456789abcdefghij"
+    config = ("# the kernels team's suites\n" + SUITES
+              + f'setup = "huggingface-cli login --token {key}"\n'
+              + f'env = {{ HF_TOKEN = "{key}", OMP_NUM_THREADS = "8" }}  # from the vault\n')
+    assert client.put(URL, content=config, headers=TOML).status_code == 201
+
+    for headers in ({}, {"Authorization": "Bearer wrong"}):
+        answer = client.get(URL, headers=headers)
+        assert answer.status_code == 200 and key not in answer.text
+        [version] = answer.json()["versions"]
+        assert version["env_masked"] is True
+        assert version["content"] == config.replace(key, "***").replace('"8"', '"***"')
+    shown = client.get(URL, headers=AUTH).json()["versions"][0]
+    assert shown["env_masked"] is False and shown["content"] == config

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from support.github_support import SECRET, deliver, example
 from support.sample_repo import commit, init
 
-from roofwatch.service.records.upload_formats import UploadFormatError, read_results
+from roofwatch.result_files.uploads import UploadFormatError, read_results
 
 ADMIN = "admin-token-for-hostile-requests"
 
@@ -140,3 +140,28 @@ def test_a_candidate_change_is_not_triaged(client: TestClient, tmp_path: Path) -
     with session_scope() as session:
         stored = session.get(Change, change_id)
         assert stored is not None and stored.state == "new"
+
+
+@pytest.mark.parametrize("fmt", ["google-benchmark", "pytest-benchmark"])
+def test_a_file_with_more_benchmarks_than_the_limit_is_refused_naming_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str) -> None:
+    from support.environment import _reset_caches
+
+    monkeypatch.setenv("ROOFWATCH_MAX_BENCHMARKS", "3")
+    _reset_caches()
+    if fmt == "google-benchmark":
+        content = {"context": {}, "benchmarks": [{"name": f"BM_{i}", "real_time": 1.0, "time_unit": "ns"}
+                                                 for i in range(4)]}
+    else:
+        content = {"benchmarks": [{"name": f"t{i}", "stats": {"median": 1.0, "mean": 1.0}} for i in range(4)]}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(content))
+    try:
+        with pytest.raises(UploadFormatError, match=r"more than (the )?3 .*ROOFWATCH_MAX_BENCHMARKS"):
+            read_results(path, device_class="CI")
+        content["benchmarks"].pop()
+        path.write_text(json.dumps(content))
+        assert len(read_results(path, device_class="CI").measurements) == 3
+    finally:
+        monkeypatch.delenv("ROOFWATCH_MAX_BENCHMARKS")
+        _reset_caches()

@@ -19,9 +19,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlmodel import Session
 from support.environment import _reset_caches
 
+from roofwatch.common.vocabulary import RUN_STATES
 from roofwatch.service.core.db import downgrade, make_engine, migrate
 from roofwatch.service.core.models import Commit, Device, GitHubReport, Repository, Run, WebhookDelivery, utcnow
-from roofwatch.service.core.vocabulary import RUN_STATES
 
 Samples = dict[str, dict[tuple[tuple[str, str], ...], float]]
 

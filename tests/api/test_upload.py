@@ -17,8 +17,8 @@ from support.fake_github import FakeGitHub
 from support.sample_repo import commit, init
 from support.tests_support import roofwatch
 
+from roofwatch.result_files.uploads import UploadFormatError, read_results
 from roofwatch.service.core import embedded
-from roofwatch.service.records.upload_formats import UploadFormatError, read_results
 
 REPO = "acme/legacy-kernels"
 TOKEN = "upload-token"
@@ -179,15 +179,32 @@ def test_uploads_are_stored_analysed_and_reported_on_the_pull_request(
 
     pr = _post(upload_client, qutip[1], commit=legacy_repo["head"], pr=5, base=legacy_repo["base"], **device)
     assert pr.status_code == 200, pr.text
-    # Two autosaved qutip runs of the same commit: +0.9 % and -0.1 %, far inside the threshold of
-    # single runs whose run-to-run noise nobody has measured yet.
-    assert pr.json()["verdict"] == "no-change"
+    # Two autosaved qutip runs of the same commit: the 2 benchmarks both hold change +0.9 % and -0.1 %,
+    # far inside the threshold of single runs whose run-to-run noise nobody has measured yet. The
+    # head's file lacks the base's other 10, so the check is not green until that is accepted.
+    assert pr.json()["verdict"] == "missing"
     assert embedded.REPORTS.drain(120), "the reports were not delivered"  # embedded: the reporter's lane
     (status,) = fake_github.statuses(REPO, legacy_repo["head"])
-    assert status["state"] == "success" and status["target_url"].startswith("http://roofwatch.test/compare/")
+    assert status["state"] == "failure" and status["target_url"].startswith("http://roofwatch.test/compare/")
+    assert status["description"].startswith("10 benchmarks of the base missing on the head: bench_steadystate[")
     (comment,) = fake_github.comments(REPO, 5)
     assert "uploaded, not re-measured" in comment["body"] and "Uploaded, not re-measured." in comment["body"]
-    assert "no significant change in 2 benchmarks" in comment["body"] and "±50.0 %" in comment["body"]
+    assert "Missing on the head (10)" in comment["body"] and "not in the head's uploaded results" in comment["body"]
+    assert "±50.0 %" in comment["body"]
+    # Stored as an A/B's verdicts are: q-values adjusted over the upload's benchmarks, and the smallest
+    # change it could report (no rounds, no power) is each benchmark's threshold.
+    results = upload_client.get(f"/api/comparisons/{pr.json()['comparison_id']}").json()["results"]
+    assert len(results) == 2 and all(r["direction"] == "none" for r in results)
+    assert all(r["q_value"] >= r["p_value"] and r["mde_pct"] == r["threshold_pct"] == 50.0 for r in results), results
+
+    accepted = upload_client.post(f"/api/comparisons/{pr.json()['comparison_id']}/accept-missing",
+                                  json={"by": "release manager"}, headers={"Authorization": f"Bearer {TOKEN}"})
+    assert accepted.status_code == 200, accepted.text
+    assert accepted.json()["comparison"]["verdict"] == "no-change"
+    assert embedded.REPORTS.drain(120)
+    assert fake_github.statuses(REPO, legacy_repo["head"])[-1]["state"] == "success"
+    (comment,) = fake_github.comments(REPO, 5)
+    assert "accepted by `release manager (api-token)`" in comment["body"]
     assert fake_github.violations == []
 
 

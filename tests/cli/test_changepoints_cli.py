@@ -29,6 +29,20 @@ def test_json_lists_each_columns_change_points(tmp_path: Path) -> None:
     assert set(cp) >= {"index", "commit", "before", "after", "change_pct", "p_value"}
 
 
+def test_a_step_inside_the_floor_is_reported_only_when_asked_for(tmp_path: Path) -> None:
+    # a 1.5 % step in a series quiet to 0.1 %: plain to the detector, under the default 2 % floor
+    rng = np.random.default_rng(1)
+    small = np.r_[np.full(40, 1.0), np.full(40, 1.015)] * np.exp(rng.normal(0, 0.001, 80))
+    csv = _write(tmp_path / "s.csv", [["commit", "test_small"]] + [[f"c{i:03d}", f"{v:.6f}"] for i, v in enumerate(small)])
+    done = roofwatch(["changepoints", "--csv", str(csv), "--format", "json"], {})
+    assert json.loads(done.stdout)["test_small"] == []
+    done = roofwatch(["changepoints", "--csv", str(csv), "--format", "json", "--min-effect", "1%"], {})
+    (cp,) = json.loads(done.stdout)["test_small"]
+    assert cp["index"] == 40 and 1.2 < cp["change_pct"] < 1.8
+    done = roofwatch(["changepoints", "--csv", str(csv), "--min-effect", "two"], {}, check=False)
+    assert done.returncode == 2 and "min_effect 'two' is not a number" in done.stderr
+
+
 def test_garbage_gets_a_clear_error_naming_the_cell(tmp_path: Path) -> None:
     bad = _write(tmp_path / "bad.csv", [["commit", "x"], ["a", "1.0"], ["b", "fast"]])
     done = roofwatch(["changepoints", "--csv", str(bad)], {}, check=False)

@@ -69,7 +69,7 @@ CPU_SUITE = ('[[tool.roofwatch.suites]]\nname = "cpu-benchmarks"\nkind = "benchm
 ])
 def test_the_gpu_check_reads_the_suites_the_run_will_choose(tmp_path: Path, commit_declares: str, stored: str,
                                                            needing: list[str]) -> None:
-    from roofwatch.service.cli.run import gpu_suites
+    from roofwatch.service.flows.run_selection import gpu_suites
 
     repo = tmp_path / "kernels"
     init(repo)

@@ -70,3 +70,43 @@ def test_compare_shows_parametrized_names_and_test_ids_whole() -> None:
     render(console, data)
     shown = console.export_text()
     assert "test_matmul[naive]" in shown and "correctness::test_add[bold]: x [red] y" in shown
+
+
+@pytest.mark.parametrize(("message", "shown"), [
+    # git's own lines stay lines, each after the first indented under the message it continues.
+    ("git worktree add failed: Preparing worktree (detached HEAD 1b3c95a)\nerror: unable to read sha1 file\n"
+     "fatal: Could not reset index file to revision 'HEAD'.",
+     "git worktree add failed: Preparing worktree (detached HEAD 1b3c95a)\n  error: unable to read sha1 file\n"
+     "  fatal: Could not reset index file to revision 'HEAD'."),
+    ("hint: call\r\n\tgit config --global --add safe.directory /x", "hint: call\n  \tgit config --global --add safe.directory /x"),
+    # Other controls are still written out: a line cannot recolour the terminal or overwrite another.
+    ("a\x1b[31mred\rforged", "a\\x1b[31mred\\x0dforged"),
+    ("[bold]not markup[/]", "\\[bold]not markup\\[/]"),
+    ("one line", "one line"),
+])
+def test_a_message_keeps_its_lines_and_nothing_else(message: str, shown: str) -> None:
+    from roofwatch.service.cli.consoles import inert, inert_lines
+
+    assert inert_lines(message) == shown
+    assert "\n" not in inert(message)  # a value (a name, a title) stays one line
+
+
+def test_gits_multi_line_error_reads_as_lines_not_escapes(tmp_path: Path) -> None:
+    """A blob missing from the mirror: ``git worktree add`` fails in three lines, and they print as three."""
+    repo = tmp_path / "kernels"
+    shas = build_history(repo)
+    env = {"ROOFWATCH_DATA_DIR": str(tmp_path / "data")}
+    _piped(["run", "--repo", str(repo), "--rev", shas["good"]], env)  # the mirror, with every object
+    [mirror] = (tmp_path / "data" / "mirrors").glob("*.git")
+    blob = subprocess.run(["git", "rev-parse", f"{shas['broken']}:kernel.py"], cwd=mirror, check=True,
+                          capture_output=True, text=True).stdout.strip()
+    (mirror / "objects" / blob[:2] / blob[2:]).unlink()
+
+    done = _piped(["run", "--repo", str(repo), "--rev", shas["broken"]], env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "\\x0a" not in done.stdout
+    lines = done.stdout.splitlines()
+    first = next(i for i, line in enumerate(lines) if "git worktree add failed:" in line)
+    assert lines[first].startswith(f"{shas['broken'][:12]}: ") and "Preparing worktree" in lines[first]
+    assert lines[first + 1].startswith("  error: unable to read sha1 file of kernel.py")
+    assert lines[first + 2].startswith("  fatal: ")

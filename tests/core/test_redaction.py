@@ -233,3 +233,52 @@ def test_a_push_from_a_repository_with_a_credentialed_clone_url_leaks_nothing(  
     assert all(TOKEN not in body for body in posted), posted
     assert any("could not measure: cannot fetch https://***@127.0.0.1:1" in body for body in posted), posted
     assert TOKEN not in listed
+
+
+# -- cost: linear in the text, whoever sent it ----------------------------------------------------------
+
+# Texts a client controls (a query string, a benchmark or suite name) shaped to make a pattern
+# retry from every character: (head, unit repeated to about HOSTILE_LENGTH characters). At that
+# length a pattern quadratic in its input needs tens of minutes for one of them; linear, all of
+# them together take about a second.
+HOSTILE_LENGTH = 500_000
+HOSTILE_SHAPES = {
+    "letters": ("", "a"), "digits": ("", "7"), "schemes": ("", "a://"), "userinfo": ("x://", "a:"),
+    "token prefixes": ("", "ghp_"), "key headers": ("", "-----BEGIN "), "bearer words": ("", "bearer "),
+}
+LINEAR_CHECK = """
+import json, sys
+from roofwatch.common.redaction import redact
+for name, (head, unit) in json.loads(sys.argv[1]).items():
+    redact(head + unit * (int(sys.argv[2]) // len(unit)))
+    print(name, flush=True)
+"""
+
+
+def test_redaction_of_long_hostile_text_is_linear() -> None:
+    """In a child process with a deadline, so a quadratic pattern fails here instead of hanging."""
+    import json
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-c", LINEAR_CHECK, json.dumps(HOSTILE_SHAPES), str(HOSTILE_LENGTH)]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
+        pytest.fail(f"redaction did not finish within 120 s; done before that: {out.splitlines()}")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == list(HOSTILE_SHAPES)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("a" * 100_000 + f" https://x-access-token:{TOKEN}@github.com/o/r.git",
+     "a" * 100_000 + " https://***@github.com/o/r.git"),
+    ("x://" + "a:" * 50_000 + "b@host", "x://***@host"),
+    ("1https://u:hunter2hunter2@h", "1https://***@h"),
+    ("cloning...https://u:hunter2hunter2@h", "cloning...https://***@h"),
+    ("git+ssh://u:hunter2hunter2@h/r", "git+ssh://***@h/r"),
+    ("123://u:p@h", "123://u:p@h"),
+])
+def test_credentials_after_long_or_odd_prefixes_are_still_masked(text: str, expected: str) -> None:
+    assert redact(text) == expected

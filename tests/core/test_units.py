@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from roofwatch.service.core.units import change_in_metric, change_text, interval_text, metric_kind, seconds
+from roofwatch.service.core.units import (
+    byte_size,
+    change_in_metric,
+    change_text,
+    interval_text,
+    level_text,
+    metric_kind,
+    quantity,
+    seconds,
+)
 
 
 @pytest.mark.parametrize(("unit", "flops", "bytes_moved", "kind"), [
@@ -46,3 +55,39 @@ def test_an_interval_is_converted_bound_by_bound_and_kept_in_order() -> None:
 ])
 def test_durations_read_in_the_unit_that_suits_them(value: float, text: str) -> None:
     assert seconds(value) == text
+
+
+@pytest.mark.parametrize(("value", "unit", "shown"), [
+    (512, "B", "512 B"),
+    (1023, "B", "1,023 B"),
+    (1024, "B", "1.00 KiB"),
+    (1.5 * 2**20, "B", "1.50 MiB"),
+    (12 * 2**30, "B", "12.0 GiB"),
+    (2**20 - 1, "B", "1.00 MiB"),  # rounded before the unit is chosen: never "1.02e+03 KiB"
+    (4.19e-3, "s", "4.19 ms"),
+    (1234.5, "ops/s", "1,234 ops/s"),  # another unit: its own value
+    (0.25, "", "0.25"),
+])
+def test_a_quantity_reads_in_its_unit(value: float, unit: str, shown: str) -> None:
+    assert quantity(value, unit) == shown
+
+
+def test_byte_sizes_are_binary() -> None:
+    assert byte_size(8 * 2**20) == "8.00 MiB" and byte_size(0) == "0 B"
+
+
+@pytest.mark.parametrize(("confidence", "label"), [
+    (0.99, "99 %"), (0.95, "95 %"), (0.998, "99.8 %"),
+    (1 - 0.01 * 3 / 48, "99.9 %"),  # a change's adjusted level: 99.9375 %, never rounded up to "100 %"
+    (0.99996, "99.9 %"), (0.9975, "99.7 %"),
+])
+def test_a_confidence_level_as_labels_say_it(confidence: float, label: str) -> None:
+    assert level_text(confidence) == label
+
+
+def test_every_ab_label_reads_the_one_constant() -> None:
+    from roofwatch.ab import abtest
+
+    assert abtest.CONFIDENCE == 1 - abtest.DEFAULT_ALPHA and level_text(abtest.CONFIDENCE) == "99 %"
+    assert abtest.change_confidence(3, 48) == pytest.approx(1 - abtest.DEFAULT_ALPHA * 3 / 48)
+    assert abtest.change_confidence(0, 10) == pytest.approx(1 - abtest.DEFAULT_ALPHA / 10)  # as if one of ten

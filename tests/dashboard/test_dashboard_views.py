@@ -47,6 +47,7 @@ from roofwatch.service.core.models import (
     Measurement,
     Repository,
     Run,
+    SuiteExecution,
 )
 from roofwatch.service.records import latest
 
@@ -117,6 +118,10 @@ def _history(session: Session) -> dict[str, Any]:
             _measure(session, run, stale, 50e-6)
     pr = _run(session, repo, "f" * 40, devices[H200], trigger="pull_request")
     _measure(session, pr, softmax, 10e-6)  # a PR head is not the branch: never "latest"
+    # Its benchmark suite failed, printing the table pytest-benchmark prints; the run says git's three lines.
+    pr.error = GIT_ERROR
+    _add(session, SuiteExecution(run_id=pr.id, name="benchmarks", kind="benchmark", status="failed",
+                                 reason="1 test(s) failed", exit_code=1, output_tail=BENCHMARK_TABLE_ERROR))
     changes = _changes(session, repo, softmax, matmul, runs)
     comparison = _comparison(session, repo, runs, devices[H200], softmax, matmul, stale)
     latest.rebuild(session)  # what ingest keeps as it stores runs, for rows added through the ORM
@@ -137,31 +142,56 @@ def _changes(session: Session, repo: Repository, softmax: Benchmark, matmul: Ben
                               kind="perf-improvement", first_bad_commit_id=runs[4].commit_id, change_pct=-20.0,
                               ci_low=-24.0, ci_high=-16.0, p_value=0.01, state="acknowledged",
                               details={"triage": history}, detected_run_id=runs[4].id),
+        # One bug failing three parametrizations of test_softmax_rows: one change.
         "failure": Change(phase="confirmed", repository_id=repo.id, suite="correctness", test_id="test_softmax_rows", state="fixed",
-                          kind="correctness-failure", range_start_sha="a" * 40, range_end_sha="b" * 40),
+                          kind="correctness-failure", range_start_sha="a" * 40, range_end_sha="b" * 40,
+                          details={"tests": [f"test_softmax_rows[{n}-bf16]" for n in (1024, 4096, 8192)],
+                                   "message": "AssertionError: rows do not sum to 1\nassert 0.97 == 1.0"}),
         "drift": Change(phase="confirmed", repository_id=repo.id, suite="correctness", test_id="test_bf16_drift", state="expected",
                         kind="numerics-drift"),
     }
     return {name: _add(session, row).id for name, row in rows.items()}
 
 
+GIT_ERROR = ("could not check out: git worktree add failed: Preparing worktree (detached HEAD 1b3c95a)\n"
+             "error: unable to read sha1 file of kernel.py (153e9e27618234ca77935df78a69f95b7beef283)\n"
+             "fatal: Could not reset index file to revision 'HEAD'.")
+
+# A suite that did not finish, with the pytest-benchmark table it printed last: a table, line for line.
+BENCHMARK_TABLE_ERROR = """suites did not finish: benchmarks
+head benchmarks: failed: 1 test(s) failed
+---------------------- benchmark: 2 tests ----------------------
+Name (time in us)        Min       Max      Mean    StdDev
+----------------------------------------------------------------
+test_softmax          100.10    131.20    112.40      9.80
+test_matmul          2001.00   2010.00   2004.00      3.10
+----------------------------------------------------------------"""
+
 ROUNDS = {"softmax": ([100, 101, 99, 100, 102], [130, 129, 131, 130, 132], "regression"),
           "matmul": ([2000, 2010, 1990, 2005, 1995], [2001, 2008, 1992, 2004, 1996], "no-change"),
           "layernorm": ([50, 60, 45, 55, 52, 48, 58], [52, 49, 61, 50, 57, 47, 53], "inconclusive")}
+WHY = {"softmax": {"cause": "kernels", "why": "kernel _softmax_fwd: num_warps 4 → 8",
+                   "kernels": ["_softmax_fwd: num_warps 4 → 8"]}}
 
 
 def _comparison(session: Session, repo: Repository, runs: list[Run], device: Device,
                 *benchmarks: Benchmark) -> int:
     comparison = _add(session, Comparison(repository_id=repo.id, base_commit_id=runs[2].commit_id,
                                           head_commit_id=runs[3].commit_id, device_id=device.id, state="succeeded",
-                                          verdict="regression", rounds=7, idempotency_key="ab-1"))
+                                          verdict="regression", rounds=7, idempotency_key="ab-1",
+                                          error=BENCHMARK_TABLE_ERROR, details={
+                                              "confidence": 0.99, "adjusted_confidence": {"benchmarks::softmax": 0.9967},
+                                              "new_failures": [{"suite": "correctness", "test_id": "test_rows",
+                                                                "message": "assert 0.97 == 1.0",
+                                                                "tests": [f"test_rows[{n}]" for n in range(11)]}]}))
     for benchmark in benchmarks:
         base, head, direction = ROUNDS[benchmark.name]
         _add(session, ComparisonResult(
             comparison_id=comparison.id, benchmark_id=benchmark.id, base_values=[v * 1e-6 for v in base],
             head_values=[v * 1e-6 for v in head], base_median=sorted(base)[len(base) // 2] * 1e-6,
             head_median=sorted(head)[len(head) // 2] * 1e-6, direction=direction,
-            change_pct=100 * (sum(head) / sum(base) - 1), ci_low=-1.0, ci_high=1.0))
+            change_pct=100 * (sum(head) / sum(base) - 1), ci_low=-1.0, ci_high=1.0,
+            attribution=WHY.get(benchmark.name, {})))
     return int(comparison.id)  # type: ignore[arg-type]
 
 
@@ -337,6 +367,10 @@ def test_changes_lists_open_ones_first_with_actions(client: TestClient, ids: dic
     assert 'id="writes-disabled"' in response.text  # no ROOFWATCH_API_TOKEN in this server's environment
     failure = response.text.split(f'id="change-{changes["failure"]}"')[1].split("</tr>")[0]
     assert "test_softmax_rows" in failure and "aaaaaaaa..bbbbbbbb" in failure and "/benchmarks/" not in failure
+    # One change for the three parametrizations one bug failed: each named, the first one's failure below.
+    assert "3 parametrizations fail" in failure
+    assert re.findall(r"<code>\[([^\]]+)\]</code>", failure) == ["1024-bf16", "4096-bf16", "8192-bf16"]
+    assert '<pre class="message">AssertionError: rows do not sum to 1\nassert 0.97 == 1.0</pre>' in failure
 
 
 def test_changes_history_is_escaped_and_writes_enabled_with_a_token(client: TestClient, ids: dict[str, Any],
@@ -392,6 +426,8 @@ def test_compare_charts_rounds_of_moved_and_inconclusive_benchmarks(client: Test
         assert len(_traces(figure, "base")[0]["y"]) == len(base)
         assert len(_traces(figure, "head")[0]["y"]) == len(head)
         assert sum(t["x"].count(None) for t in _traces(figure, "pairs")) == len(base)
+    table = response.text.split('<table id="benchmarks">', 1)[1].split("</table>", 1)[0]
+    assert "kernel _softmax_fwd: num_warps 4 → 8" in table  # the change says why
     assert f'href="?show={ids["matmul"]}#dist-{ids["matmul"]}"' in response.text
     assert f'<option value="{ids["matmul"]}">' in response.text
 
@@ -427,6 +463,37 @@ def test_compare_shows_the_pull_request_comment_rendered_from_its_markdown(clien
     assert "<code>" in comment and "**" not in comment
     markdown = text.split('<pre id="pr-comment-markdown" hidden>', 1)[1].split("</pre>", 1)[0]
     assert "&lt;!-- roofwatch:pull-request-report --&gt;" in markdown  # the raw body, escaped in the page
+
+
+def test_compare_keeps_a_suites_output_as_printed_and_groups_failures_by_test_function(
+        client: TestClient, ids: dict[str, Any]) -> None:
+    text = client.get(f"/compare/{ids['comparison']}").text
+    # The pytest-benchmark table a failing suite printed stays a table: preformatted, its lines and columns kept.
+    block = re.search(r'<pre class="output" id="comparison-error">(.*?)</pre>', text, re.S)
+    assert block is not None and block.group(1) == BENCHMARK_TABLE_ERROR
+    # Eleven failing parametrizations of one function: one entry, naming them, with the first one's output.
+    section = text.split("New correctness failures (1)", 1)[1].split("<h2>", 1)[0]
+    assert "<code>correctness::test_rows</code>" in section and "11 parametrizations fail" in section
+    assert re.findall(r"<code>\[(\d+)\]</code>", section) == [str(n) for n in range(11)]
+    assert "<pre>assert 0.97 == 1.0</pre>" in section
+
+
+def test_a_run_page_keeps_gits_error_and_a_failed_suites_output_as_printed(client: TestClient,
+                                                                         ids: dict[str, Any]) -> None:
+    text = client.get(f"/runs/{ids['pr_run']}").text
+    error = re.search(r'<pre class="output" id="run-error">(.*?)</pre>', text, re.S)
+    assert error is not None and error.group(1) == GIT_ERROR.replace("'", "&#39;")
+    tail = text.split('<tr class="suite-output">', 1)[1].split("</tr>", 1)[0]
+    assert f'<pre class="output">{BENCHMARK_TABLE_ERROR}</pre>' in tail
+
+
+def test_compare_labels_intervals_with_the_level_they_were_decided_at(client: TestClient, ids: dict[str, Any]) -> None:
+    text = client.get(f"/compare/{ids['comparison']}").text
+    assert "95 %" not in text
+    assert re.search(r"<th[^>]*>99 % interval<sup>\*</sup></th>", text)
+    row = text.split(f'<tr id="row-{ids["softmax"]}">', 1)[1].split("</tr>", 1)[0]
+    assert '<sup title="at 99.6 %">*</sup>' in row  # the regression's interval: adjusted for the benchmarks
+    assert "held at 99.6 %: the\n  99 % level adjusted" in text
 
 
 def test_compare_unknown_ids_and_bad_params(client: TestClient, ids: dict[str, Any]) -> None:

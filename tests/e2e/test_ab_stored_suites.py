@@ -26,6 +26,8 @@ from roofwatch.service.github.comment import MARKER
 BASE = 0.02
 REPO = "acme/planted"
 STORED = "stored suites v1 (suites.toml) (the commit declares no suites)"
+# An A/B's suites are the judging side's: the stored config, else the base commit's.
+STORED_AB = "stored suites v1 (suites.toml) (the base commit declares no suites)"
 
 
 def _history(tmp_path: Path) -> PlantedHistory:
@@ -71,12 +73,12 @@ def test_a_planted_slowdown_is_confirmed_by_an_ab_of_the_stored_suites(tmp_path:
         ("perf-regression", "test_rmsnorm", "c2", "new")]
     confirmations = [c for c in _comparisons(tmp_path) if c[0] == "confirm"]
     assert confirmations and all(state == "succeeded" for _, state, _, _ in confirmations), confirmations
-    assert {source for *_, source in confirmations} == {STORED}
+    assert {source for *_, source in confirmations} == {STORED_AB}
 
     done = roofwatch(["compare", history["c1"], history["c2"], "--repo", REPO, "--format", "json"], env, check=False)
     report = json.loads(done.stdout)
     assert done.returncode == 1 and report["verdict"] == "regression", report
-    assert report["suites_source"] == STORED
+    assert report["suites_source"] == STORED_AB
     directions = {row["benchmark"]: (row["suite"], row["direction"]) for row in report["benchmarks"]}
     assert directions["test_rmsnorm"] == ("benchmarks", "regression")
     # The unchanged sleep is never called a change. Whether the A/B can also rule one out
@@ -114,8 +116,8 @@ def test_both_sides_of_a_comparison_run_the_backfilled_suite(tmp_path: Path) -> 
     report = json.loads(done.stdout)
     assert done.returncode == 1 and report["verdict"] == "regression", report
     (row,) = report["benchmarks"]
-    assert row["benchmark"] == "test_work" and row["suite"].startswith("benchmarks@") and row["direction"] == "regression"
-    assert report["suites_source"] == STORED
+    assert row["benchmark"] == "test_work" and row["suite"] == "benchmarks" and row["direction"] == "regression"
+    assert report["suites_source"] == STORED_AB
 
     # The same series the runs of those commits write: one benchmark row, measured by both.
     roofwatch(["run", "--repo", "acme/legacy", "--rev", old, "--rev", slow], env)
@@ -139,7 +141,7 @@ def test_compare_takes_one_off_suites_and_a_backfill_ref_like_run(tmp_path: Path
                       "--format", "json"], _env(tmp_path), check=False)
     report = json.loads(done.stdout)
     assert done.returncode == 1 and report["verdict"] == "regression", report
-    assert report["suites_source"] == "--suites suites.toml (the commit declares no suites)"
+    assert report["suites_source"] == "--suites suites.toml (the base commit declares no suites)"
     missing = roofwatch(["compare", old, slow, "--repo", str(repo), "--suites", str(tmp_path / "nothing.toml")],
                         _env(tmp_path), check=False)
     assert missing.returncode == 2 and "nothing.toml" in missing.stdout
@@ -152,7 +154,8 @@ def test_a_commit_that_declares_no_suites_and_no_stored_config_says_so(tmp_path:
     done = roofwatch(["compare", history["c1"], history["c2"], "--repo", REPO, "--format", "json"], env, check=False)
     report = json.loads(done.stdout)
     assert done.returncode == 2 and report["state"] == "errored"
-    assert report["error"] == "base: no [[tool.roofwatch.suites]] in pyproject.toml"
+    assert report["error"] == ("base: no [[tool.roofwatch.suites]] in pyproject.toml "
+                               "(suites a pull request adds are measured once it is merged)")
 
 
 @pytest.fixture
@@ -193,7 +196,7 @@ def test_a_pull_request_of_a_repository_tracked_from_outside_gets_its_verdict(
 
     with session_scope() as session:
         run = session.exec(select(Run).where(Run.pr_number == 5)).one()
-        assert (run.state, run.suites_source) == ("succeeded", STORED), run.error
+        assert (run.state, run.suites_source) == ("succeeded", STORED_AB), run.error
     final = fake_github.statuses(REPO, history["c2"])[-1]
     assert final["state"] == "failure" and "test_rmsnorm" in final["description"], final
     (comment,) = fake_github.comments(REPO, 5)

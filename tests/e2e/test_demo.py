@@ -109,16 +109,23 @@ def test_demo_history_reports_the_slowdown_the_fixed_bug_and_the_speedup(demo: d
     found = sorted((r["kind"], r["benchmark"], r["commit"], r["state"]) for r in rows)
     softmax = [f"checks.test_correctness::test_softmax[large-{shape}]" for shape in ("3x17", "64x1024", "8x1000")]
     assert found == sorted([
-        *[("correctness-failure", name, shas["bug"], "fixed") for name in softmax],
+        # One bug, one change: the three parametrizations it fails, listed on it.
+        ("correctness-failure", "checks.test_correctness::test_softmax", shas["bug"], "fixed"),
         ("perf-improvement", "test_matmul", shas["fast"], "new"),
         ("perf-regression", "test_rmsnorm[16x4096]", shas["slow"], "new"),
         ("perf-regression", "test_rmsnorm[64x1024]", shas["slow"], "new"),
     ]), json.dumps(rows, indent=1)
+    [failure] = [row for row in rows if row["kind"] == "correctness-failure"]
+    assert sorted(failure["tests"]) == sorted(softmax), failure
+    # A confirmation stops as soon as its interval clears the ±2 % floor, so how far the interval's
+    # near end lies from zero follows the host's noise; the estimate follows the modelled device
+    # (a late wake-up on a busy host adds the same milliseconds to both sides, shrinking the ratio
+    # a little: 3 ms late on every call still leaves +59 %).
     for row in rows:
         if row["kind"] == "perf-regression":
-            assert row["ci_low"] > 50, row  # ~2× slower
+            assert row["ci_low"] > 2 and row["change_pct"] > 40, row  # ~2× slower (+102 % modelled)
         if row["kind"] == "perf-improvement":
-            assert row["ci_high"] < -60, row  # ~4.7× faster
+            assert row["ci_high"] < -2 and row["change_pct"] < -60, row  # ~4.7× faster (−85 % modelled)
 
 
 def test_demo_pull_request_regresses_layernorm_only(demo: dict[str, Any]) -> None:

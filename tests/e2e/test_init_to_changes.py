@@ -94,11 +94,11 @@ def test_init_finds_benchmarks_src_layout_and_the_extras_the_suites_import(tmp_p
     text = suites_toml(found)
     assert "command = 'python -m pytest benchmarks -q --benchmark-only'" in text
     assert 'env = { PYTHONPATH = "src" }' in text
-    assert "setup = 'pip install --target \"$ROOFWATCH_SETUP_CACHE/python\" \\'not-installed-here-pkg>=2\\''" \
-        not in text  # quoted so TOML reads it back:
-    from roofwatch.workers.external_suites import parse_suites_file
+    from roofwatch.suite_config.external import parse_suites_file
     benchmarks, tests = parse_suites_file(text).suites
-    assert benchmarks.setup == 'pip install --target "$ROOFWATCH_SETUP_CACHE/python" \'not-installed-here-pkg>=2\''
+    # The extra that declares what the benchmarks import: each commit's own environment, built with it.
+    assert found.extras == ["speed"] and benchmarks.environment is not None
+    assert benchmarks.environment.project == ".[speed]" and benchmarks.setup is None
     assert (tests.kind, tests.env) == ("correctness", {"PYTHONPATH": "src"})
     assert "'nowhere_declared'" in text
 
@@ -127,7 +127,7 @@ def test_a_library_is_tracked_from_init_to_a_stored_change(roofwatch_env: Path, 
     suites_file = tmp_path / "suites.toml"
     roofwatch(["init", str(repo), "--output", str(suites_file)], env)
     text = suites_file.read_text()
-    assert 'env = { PYTHONPATH = "src" }' in text and "setup" not in text  # numpy is installed here
+    assert 'env = { PYTHONPATH = "src" }' in text and "environment =" not in text  # numpy is installed here
     # Edited as a user would: at least 100,000 rounds per microbenchmark, as pytest-benchmark
     # records for microsecond functions on a fast machine.
     suites_file.write_text(text.replace("--benchmark-only", "--benchmark-only --benchmark-min-rounds=100000"))

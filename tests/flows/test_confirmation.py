@@ -56,7 +56,8 @@ def pair(roofwatch_env: Path) -> dict[str, int]:
         return ids  # type: ignore[return-value]
 
 
-def _ab(ids: dict[str, int], ratios: dict[str, float], attempt: int = 0, inconclusive: tuple[str, ...] = ()) -> int:
+def _ab(ids: dict[str, int], ratios: dict[str, float], attempt: int = 0, inconclusive: tuple[str, ...] = (),
+        interactions: tuple[str, ...] = (), why: dict[str, str] | None = None) -> int:
     """A finished confirm A/B whose head/base medians are ``ratios``; beyond 1.1× is significant."""
     with session_scope() as session:
         repository = session.get(Repository, ids["repository"])
@@ -70,7 +71,11 @@ def _ab(ids: dict[str, int], ratios: dict[str, float], attempt: int = 0, inconcl
         for name, ratio in ratios.items():
             direction = "regression" if ratio > 1.1 else "improvement" if ratio < 1 / 1.1 else "no-change"
             direction = "inconclusive" if name in inconclusive else direction
-            session.add(ComparisonResult(
+            attribution = {"cause": "files", "why": (why or {})[name]} if name in (why or {}) else {}
+            if name in interactions:
+                direction, attribution = "interaction", {"cause": "identical", "why": "interaction: …",
+                                                         "moved": direction}
+            session.add(ComparisonResult(attribution=attribution,
                 comparison_id=comparison.id, benchmark_id=ids[name], base_median=1.0, head_median=ratio,  # type: ignore[arg-type]
                 change_pct=(ratio - 1) * 100, q_value=1e-4 if direction != "no-change" else 0.5,
                 threshold_pct=5.0, direction=direction, reason=direction, base_values=[1.0] * 3,
@@ -161,3 +166,24 @@ def test_an_inconclusive_result_is_measured_again_and_rejected_only_after_the_la
             assert _changes()[("rmsnorm", "perf-regression")] == "confirming"
             assert [c.attempt for c in again] == [attempt + 1]
     assert _changes() == {("rmsnorm", "perf-regression"): "rejected", ("softmax", "perf-improvement"): "confirmed"}
+
+
+def test_a_move_of_identical_code_is_never_confirmed_and_a_confirmed_one_says_why(pair: dict[str, int]) -> None:
+    """The confirming A/B found softmax 2× faster, but nothing it runs changed: an interaction, not its improvement."""
+    comparison = _ab(pair, {"rmsnorm": 2.0, "softmax": 0.5, "matmul": 1.0, "copy": 1.0}, interactions=("softmax",),
+                     why={"rmsnorm": "imported file changed: kernels/rmsnorm.py"})
+    with session_scope() as session:
+        assert confirmation.apply(session, comparison) == [pair["change:rmsnorm"]]
+        rmsnorm = session.get(Change, pair["change:rmsnorm"])
+        softmax = session.get(Change, pair["change:softmax"])
+        assert rmsnorm is not None and softmax is not None
+        assert rmsnorm.details["why"] == "imported file changed: kernels/rmsnorm.py"
+        assert rmsnorm.details["attribution"] == {"cause": "files"}
+        assert softmax.phase == "rejected" and softmax.details["rejected"] == "interaction"
+        # What `roofwatch regressions --format json` and /api/changes list: the confirmed change, with its why.
+        from roofwatch.service.records.queries import change_rows
+
+        listed = change_rows(session, pair["repository"])
+        assert [(row["kind"], row["why"]) for row in listed] == [
+            ("perf-regression", "imported file changed: kernels/rmsnorm.py")]
+    assert ("softmax", "perf-improvement") in _changes() and _changes()[("softmax", "perf-improvement")] == "rejected"

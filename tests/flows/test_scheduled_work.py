@@ -11,12 +11,12 @@ import redis
 from celery import Celery
 from sqlmodel import select
 
+from roofwatch.common import redelivery
+from roofwatch.common.device import probe
 from roofwatch.service.core.db import session_scope
 from roofwatch.service.core.models import Device, Repository, Run, utcnow
 from roofwatch.service.flows import nightly
 from roofwatch.service.records.repositories import register
-from roofwatch.workers import redelivery
-from roofwatch.workers.device import probe
 
 
 def _register(name: str, clone_url: str, branch: str = "main") -> None:
@@ -63,11 +63,11 @@ def test_a_worker_announces_its_device_before_any_run(roofwatch_env: Path) -> No
 
 def test_a_lost_measuring_task_errors_its_run_instead_of_leaving_it_running(
         roofwatch_env: Path, sample_history: tuple[Path, dict[str, str]]) -> None:
+    from roofwatch.git import checkout
     from roofwatch.service.core.db import migrate
     from roofwatch.service.flows.dispatch import task_id_for_run
     from roofwatch.service.records.runs import create_run, upsert_commit
     from roofwatch.service.tasks import measuring_lost
-    from roofwatch.workers import checkout
 
     migrate()
     repo, shas = sample_history

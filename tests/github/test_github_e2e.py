@@ -101,8 +101,10 @@ def _phases(statuses: list[dict[str, str]]) -> list[str]:
 
 
 def _in_order(shown: list[str], possible: list[str]) -> bool:
+    """``shown`` follows ``possible``'s order; a phase may be shown again (each A/B round updates "running")."""
     remaining = iter(possible)
-    return all(phase in remaining for phase in shown)
+    distinct = [phase for i, phase in enumerate(shown) if i == 0 or phase != shown[i - 1]]
+    return all(phase in remaining for phase in distinct)
 
 
 def test_pull_request_gets_statuses_and_one_living_comment(app_client: TestClient, fake_github: FakeGitHub,
@@ -529,6 +531,43 @@ def test_a_push_to_the_default_branch_is_measured_and_reported(app_client: TestC
     _settle()
     with session_scope() as session:
         assert len(session.exec(select(Run)).all()) == 1  # the same head is not measured twice
+    assert fake_github.violations == []
+
+
+def test_a_push_to_another_tracked_branch_is_reported_and_kept_off_the_default_branch(
+        app_client: TestClient, fake_github: FakeGitHub, kernels_repo: dict[str, str], shared_corpus: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """ROOFWATCH_PUSH_BRANCHES measures a release branch's pushes: reported on the commit, never main's history."""
+    from support.environment import _reset_caches
+    from support.github_support import example
+
+    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.core.models import LatestMeasurement, Measurement, Run
+
+    monkeypatch.setenv("ROOFWATCH_PUSH_BRANCHES", "feat*")
+    _reset_caches()
+    push = example(shared_corpus, "push/with-new-branch.payload.json")
+    push["ref"], push["after"] = "refs/heads/feature", kernels_repo["fix"]
+    push["repository"]["full_name"], push["repository"]["default_branch"] = REPO, "main"
+    push.pop("installation", None)
+    assert deliver(app_client, "push", push).json()["outcome"] == "accepted"
+    _settle()
+    with session_scope() as session:
+        (run,) = session.exec(select(Run)).all()
+        assert (run.trigger, run.state, run.branch, run.base_sha) == ("push", "succeeded", "feature",
+                                                                       kernels_repo["base"])
+        assert session.exec(select(Measurement).where(Measurement.run_id == run.id)).all()
+        assert session.exec(select(LatestMeasurement)).all() == []  # no newest state of main
+    assert _phases(fake_github.statuses(REPO, kernels_repo["fix"]))[-1] == "success"
+    assert "branch <b>feature</b>" in app_client.get(f"/runs/{run.id}").text
+    # The same commit pushed to main later is a point of main's history: measured again, as main's.
+    main = dict(push, ref="refs/heads/main")
+    assert deliver(app_client, "push", main).json()["outcome"] == "accepted"
+    _settle()
+    with session_scope() as session:
+        runs = session.exec(select(Run).order_by(Run.id)).all()  # type: ignore[arg-type]
+        assert [r.branch for r in runs] == ["feature", ""]
+        assert [latest.run_id for latest in session.exec(select(LatestMeasurement))] == [runs[1].id]
     assert fake_github.violations == []
 
 

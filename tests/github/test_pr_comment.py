@@ -67,6 +67,8 @@ def bench(name: str, change_pct: float = 0.0, *, direction: str = "none", base_m
         "p_value": 1e-6 if significant else 0.4, "q_value": 3e-5 if significant else 0.6,
         "noise_pct": noise_pct, "threshold_pct": threshold_pct, "mde_pct": mde_pct,
         "direction": direction, "reason": reason, "rounds": rounds,
+        # A change's interval is held at the level adjusted for the benchmarks compared (3 of 48 here).
+        "confidence": 1 - 0.01 * 3 / 48 if significant else 0.99,
         "base_roofline": roofline, "head_roofline": None if roofline is None else roofline * base / head,
     }
 
@@ -91,12 +93,13 @@ def report(benchmarks: list[dict[str, Any]], verdict: str, *, state: str = "succ
     return {
         "id": 7, "base": BASE_SHA, "head": HEAD_SHA, "state": state, "verdict": verdict, "rounds": rounds,
         "purpose": "pull_request", "device": device, "error": error, "mde_pct": max(mdes, default=None),
+        "confidence": 0.99,
         "new_failures": new_failures or [], "fixed": fixed or [], "benchmarks": benchmarks,
     }
 
 
-def failure(test_id: str, message: str, suite: str = "correctness") -> dict[str, str]:
-    return {"suite": suite, "test_id": test_id, "message": message}
+def failure(test_id: str, message: str, suite: str = "correctness", tests: list[str] | None = None) -> dict[str, Any]:
+    return {"suite": suite, "test_id": test_id, "message": message, "tests": tests or [test_id]}
 
 
 SOFTMAX_FAILURE = """AssertionError: Tensor-likes are not close!
@@ -153,6 +156,16 @@ def correctness_failure() -> dict[str, Any]:
                   fixed=["correctness::suites.correctness.test_rope::test_rope[1024-bf16]"])
 
 
+def grouped_failures() -> dict[str, Any]:
+    """One bug failing eleven parametrizations of test_softmax, and a plain test: two failures, not twelve."""
+    function = "suites.correctness.test_softmax::test_softmax"
+    tests = [f"{function}[{n}-{d}]" for n in (1024, 4096, 8192, 16384) for d in ("fp16", "bf16", "fp32")][:11]
+    return report(suite_of(48), "failure", state="succeeded",
+                  new_failures=[failure(function, SOFTMAX_FAILURE, tests=tests),
+                                failure("suites.correctness.test_softmax::test_softmax_empty", "assert 1 == 0")],
+                  fixed=[f"correctness::suites.correctness.test_rope::test_rope[{n}-bf16]" for n in SHAPES])
+
+
 def inconclusive() -> dict[str, Any]:
     changed = {
         "test_gelu[1024-fp16]": bench("test_gelu[1024-fp16]", 3.1, direction="inconclusive", noise_pct=4.9,
@@ -170,9 +183,65 @@ def errored() -> dict[str, Any]:
                   error=f"base commit {BASE_SHA} does not exist in acme/kernels")
 
 
+def missing_on_head() -> dict[str, Any]:
+    """A head that raised its own min_effect, dropped one benchmark and renamed another: judged by the base."""
+    renamed = bench("test_rope[1024-fp16]", 0.4)
+    renamed["head_benchmark"] = "test_rotary[1024-fp16]"
+    data = report(suite_of(12, {"test_rope[1024-fp16]": renamed}), "missing")
+    data["judged_by"] = "pyproject.toml of the base commit"
+    data["settings_changes"] = [{"what": "min_effect", "before": "2 %", "after": "60 %"},
+                                {"what": "renamed test_rope[1024-fp16]", "before": "not renamed",
+                                 "after": "test_rotary[1024-fp16]"}]
+    data["missing_on_head"] = [
+        {"suite": "benchmarks", "benchmark": "test_rmsnorm[4096-bf16]",
+         "reason": "not reported by the head (deselected, renamed, deleted, or it no longer collects)"},
+        {"suite": "benchmarks", "benchmark": "test_rope[1024-fp16]",
+         "reason": "renamed to test_rotary[1024-fp16] by the head's own [tool.roofwatch] renamed: paired here, "
+                   "counted once accepted", "accepted_by": "keeper", "accepted_at": "2026-11-28T09:00:00+00:00",
+         "accepted_via": "comment"},
+    ]
+    data["new_on_head"] = [{"suite": "benchmarks", "benchmark": "test_rmsnorm_fused[4096-bf16]"}]
+    return data
+
+
+def attributed() -> dict[str, Any]:
+    """Each change with its one line of why; a benchmark whose code is identical moved too: an interaction."""
+    changed = {
+        "test_rmsnorm[4096-bf16]": bench("test_rmsnorm[4096-bf16]", 17.4, direction="regression", roofline=0.81),
+        "test_softmax[8192-fp16]": bench("test_softmax[8192-fp16]", 6.2, direction="regression", noise_pct=1.1,
+                                         threshold_pct=2.2, mde_pct=1.4, roofline=None),
+        "test_rope[1024-fp16]": bench("test_rope[1024-fp16]", -8.3, direction="improvement", roofline=0.42),
+        "test_gelu[4096-fp16]": bench("test_gelu[4096-fp16]", -39.4, direction="interaction", roofline=0.07),
+    }
+    changed["test_rmsnorm[4096-bf16]"] |= {
+        "why": "kernel _rms_norm_fwd: num_warps 8 → 4 · compiled _rms_norm_fwd sm_90: registers 64 → 40",
+        "cause": "kernels",
+        "attribution": {"kernels": ["_rms_norm_fwd: num_warps 8 → 4"], "compiled": ["_rms_norm_fwd sm_90: registers 64 → 40"],
+                        "files": ["kernels/rmsnorm.py"]}}
+    changed["test_softmax[8192-fp16]"] |= {
+        "why": "environment: triton 3.8.0 → 3.9.0", "cause": "environment",
+        "attribution": {"environment": ["triton 3.8.0 → 3.9.0"]}}
+    changed["test_rope[1024-fp16]"] |= {
+        "why": "imported file changed: kernels/rotary.py", "cause": "files",
+        "attribution": {"files": ["kernels/rotary.py"]}}
+    gelu = changed["test_gelu[4096-fp16]"]
+    gelu["reason"] = ("interaction (improvement by the numbers, -39.4 %): nothing it imports or launches changed, "
+                      "nor its environment")
+    gelu |= {"why": "interaction: nothing it imports or launches changed, nor its environment — what ran before "
+                    "it in the process, or the machine, moved it", "cause": "identical",
+             "attribution": {"moved": "improvement", "evidence": {
+                 "modes": [8.35e-06, 1.515e-05],
+                 "line": "modes ≈ 8.35 µs and ≈ 15.2 µs: base slow in 6 of 8, head fast in 8 of 8",
+                 "order_dependent": {"after": "test_softmax[8192-fp16]", "mode": "slow",
+                                     "line": "order-dependent: slow in 6 of 7 processes where "
+                                             "test_softmax[8192-fp16] ran before it, fast in 9 of 9 where it did not"}}}}
+    return report(suite_of(48, changed), "regression")
+
+
 VARIANTS: dict[str, Callable[[], dict[str, Any]]] = {
     "no_change": no_change, "regressions": regressions, "improvements": improvements,
-    "correctness_failure": correctness_failure, "inconclusive": inconclusive, "errored": errored,
+    "correctness_failure": correctness_failure, "grouped_failures": grouped_failures, "inconclusive": inconclusive, "errored": errored,
+    "missing_on_head": missing_on_head, "attributed": attributed,
 }
 
 
@@ -205,12 +274,58 @@ def test_rendering_is_deterministic() -> None:
     ("improvements", "success", "3 faster (best -31.0 % test_layernorm[16384-bf16]) · 48 benchmarks, 5 rounds"),
     ("correctness_failure", "failure",
      "1 new test failure: correctness::suites.correctness.test_softmax::test_softmax[4096-fp16]"),
+    ("grouped_failures", "failure",
+     "2 new test failures: correctness::suites.correctness.test_softmax::test_softmax (11 parametrizations) and 1 more"),
     ("inconclusive", "neutral", "inconclusive after 10 rounds: 3 benchmarks too noisy to call"),
     ("errored", "failure", "could not measure: base commit 9f8e7d6 does not exist in acme/kernels"),
+    ("missing_on_head", "failure", "1 benchmark of the base missing on the head: test_rmsnorm[4096-bf16] "
+                                   "(a maintainer accepts: /roofwatch accept)"),
 ])
 def test_summary_per_variant(variant: str, conclusion: str, title: str) -> None:
     summary = summarize(VARIANTS[variant]())
     assert (summary.conclusion, summary.title) == (conclusion, title)
+
+
+def test_a_failure_stored_before_grouping_still_renders_as_its_one_test() -> None:
+    data = correctness_failure()
+    del data["new_failures"][0]["tests"]
+    assert render_comment(data, CONTEXT) == render_comment(correctness_failure(), CONTEXT)
+
+
+def test_every_interval_label_names_the_level_it_was_decided_at() -> None:
+    """No "95 %" anywhere: the table of changes says their adjusted level, the full table the decision's."""
+    body = render_comment(regressions(), CONTEXT)
+    assert "95 %" not in body
+    assert "| 99.9 % interval |" in body and "| 99 % interval |" in body
+    assert "\\* a change's interval, at 99.9 %" in body
+    quiet = render_comment(no_change(), CONTEXT)
+    assert "| 99 % interval |" in quiet and "a change's interval" not in quiet
+
+
+def test_a_missing_benchmark_follows_the_repository_policy_and_accepted_ones_do_not_count() -> None:
+    data = missing_on_head()
+    data["missing_policy"] = "neutral"
+    assert summarize(data).conclusion == "neutral"
+    data["missing_on_head"] = [m for m in data["missing_on_head"] if m.get("accepted_by")]
+    data["verdict"] = "no-change"
+    assert summarize(data).conclusion == "success"
+    body = render_comment(data, CONTEXT)
+    assert "#### Missing on the head (1), accepted" in body and "accepted by `keeper`" in body
+
+
+def test_a_regression_wins_over_a_missing_benchmark() -> None:
+    data = regressions()
+    data["missing_on_head"] = missing_on_head()["missing_on_head"][:1]
+    assert summarize(data).conclusion == "failure" and summarize(data).title.startswith("2 slower")
+
+
+def test_settings_the_head_changes_are_one_line_of_inert_text() -> None:
+    data = missing_on_head()
+    data["settings_changes"] = [{"what": "suite benchmarks: command", "before": "pytest bench",
+                                 "after": "pytest bench -k 'not x' `](javascript:alert(1))"}]
+    body = render_comment(data, CONTEXT)
+    [line] = [line for line in body.splitlines() if "changes roofwatch's settings" in line]
+    assert "``pytest bench -k 'not x' `](javascript:alert(1))``" in line
 
 
 def test_a_correctness_failure_with_an_improvement_still_fails() -> None:
@@ -314,7 +429,8 @@ def test_5000_benchmarks_stay_under_githubs_limit() -> None:
     assert len(body) <= MAX_COMMENT_CHARS
     assert body.startswith(MARKER + "\n") and "#### Significant changes" in body
     assert "| `test_rmsnorm[39-bf16]` | 12.1 µs | 13.2 µs | **+8.9 %** |" in body  # the worst, first
-    assert re.search(r"_… \d+ more rows on the dashboard\._\n\n</details>", body)
+    assert re.search(r"_… \d+ more rows on the dashboard\._\n\n\\\* a change's interval, at [\d.]+ %[^\n]*\n\n</details>",
+                     body)
     assert body.rstrip().endswith("(https://roofwatch.example.com/compare/acme/kernels/7)")
 
 

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # Three parts of about the same interpreted run time (20 s each on an idle core), so the
 # test workers share the suite's minute.
 PARTS = {
-    "attention-copy-swiglu": ["test_attention.py", "test_copy.py", "test_swiglu.py"],
+    "attention-copy-swiglu": ["test_attention.py", "test_copy.py", "test_swiglu.py", "test_large_index.py"],
     "layernorm-quant-cross_entropy": ["test_layernorm.py", "test_quant.py", "test_cross_entropy.py"],
     "rmsnorm-rotary-softmax-matmul": ["test_rmsnorm.py", "test_rotary.py", "test_softmax.py", "test_matmul.py"],
 }

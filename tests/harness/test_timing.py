@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from roofwatch.harness import RecordedClock, extra_info_for
+from roofwatch.result_files.suite_results import parse_benchmark_json
 from roofwatch.timing import (
     SW_POWER_CAP,
     SW_THERMAL_SLOWDOWN,
@@ -32,12 +33,12 @@ from roofwatch.timing import (
     Telemetry,
     WarmUp,
     calls_per_graph,
+    clock_normalized,
     default_timer,
     median_ci,
     relative_halfwidth,
     sample_adaptively,
 )
-from roofwatch.workers.results import parse_benchmark_json
 
 # --- the confidence interval of the median -------------------------------------------------
 
@@ -499,3 +500,37 @@ def test_the_hold_can_be_switched_off_to_show_what_it_prevents() -> None:
     gpu = HeldGpu(lambda i: 50e-6)
     _timer(gpu, hold_stream=False).measure(gpu.kernel)
     assert gpu.holds == []
+
+
+def test_a_longer_hold_margin_holds_proportionally_longer() -> None:
+    short, long = HeldGpu(lambda i: 50e-6), HeldGpu(lambda i: 50e-6)
+    _timer(short).measure(short.kernel)
+    _timer(long, hold_margin=20.0).measure(long.kernel)
+    # Each hold is the margin times the host's enqueue time; the first batch's is the
+    # timer's estimate, the same for both, so their first holds are exactly in the margins' ratio.
+    assert long.holds[0] == pytest.approx(10 * short.holds[0])
+
+
+@pytest.mark.parametrize(("samples", "clocks", "reference", "expected"), [
+    # A sample at 1800 MHz against a 1980 MHz reference counts as 1800/1980 of its time.
+    ([1.0, 2.0], [1980.0, 1800.0], 1980.0, [1.0, 2.0 * 1800 / 1980]),
+    ([3.0], [990.0], 1980.0, [1.5]),
+    ([], [], 1980.0, []),
+    # One sample without a reading: no partly normalized series.
+    ([1.0, 1.0], [1980.0, None], 1980.0, None),
+    ([1.0], [0.0], 1980.0, None),
+    # No reference clock (NVML could not say): nothing to normalize to.
+    ([1.0], [1980.0], 0.0, None),
+])
+def test_clock_normalized_samples(samples: list[float], clocks: list[float | None], reference: float,
+                                  expected: list[float] | None) -> None:
+    found = clock_normalized(samples, clocks, reference)
+    if expected is None:
+        assert found is None
+    else:
+        assert found == pytest.approx(expected)
+
+
+def test_clock_normalized_needs_one_reading_per_sample() -> None:
+    with pytest.raises(ValueError, match="2 samples but 1 clock"):
+        clock_normalized([1.0, 2.0], [1980.0], 1980.0)

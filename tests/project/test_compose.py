@@ -24,6 +24,7 @@ import pytest
 import yaml
 from support.environment import IN_CI
 
+from roofwatch.common.settings import WorkerSettings
 from roofwatch.service.core.config import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -236,18 +237,25 @@ def test_every_variable_compose_interpolates_is_documented_for_the_operator() ->
     assert "secrets.token_hex" in ENV_EXAMPLE.read_text(), ".env.example should say how to generate secrets"
 
 
+def container_settings(service: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
+                       extra: dict[str, str] | None = None) -> WorkerSettings:
+    """What the container's roofwatch reads: a GPU worker its ``WorkerSettings`` alone, the rest ``Settings``."""
+    for key in [key for key in os.environ if key.startswith("ROOFWATCH_")]:
+        monkeypatch.delenv(key)
+    for key, value in (container_env(service) | (extra or {})).items():
+        monkeypatch.setenv(key, value)
+    gpu_only = "--gpu" in command(service) or bool(gpu_devices(service))
+    return (WorkerSettings if gpu_only else Settings)(_env_file=None)  # type: ignore[call-arg]
+
+
 def test_each_container_environment_is_accepted_by_settings(compose: dict[str, Any],
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """A GPU worker would be refused if it claimed production (no database URL), and so on."""
-    loaded: dict[str, Settings] = {}
+    """Each container's settings load: a GPU worker in production without any of the service's credentials."""
+    loaded: dict[str, Any] = {}
     for name, service in roofwatch_services(compose).items():
-        for key in [key for key in os.environ if key.startswith("ROOFWATCH_")]:
-            monkeypatch.delenv(key)
-        for key, value in container_env(service).items():
-            monkeypatch.setenv(key, value)
-        loaded[name] = Settings(_env_file=None)  # type: ignore[call-arg]
+        loaded[name] = container_settings(service, monkeypatch)
     for name in gpu_workers(compose):
-        assert loaded[name].database_url is None and loaded[name].github_mode == "off"
+        assert type(loaded[name]) is WorkerSettings and not hasattr(loaded[name], "database_url")
         assert loaded[name].suite_user == SUITE_USER
         assert loaded[name].broker_url == "redis://:redis_password-value@redis:6379/0"
     service_side = {name: settings for name, settings in loaded.items() if name not in gpu_workers(compose)}
@@ -359,3 +367,15 @@ def test_the_image_leaves_local_state_and_secrets_out() -> None:
     ignored = {line.strip() for line in DOCKERIGNORE.read_text().splitlines()}
     # Settings reads ./.env too: an image must never carry one.
     assert {".env", ".venv", ".git", ".cache", "test-artifacts"} <= ignored
+
+
+def test_every_roofwatch_process_runs_in_production_gpu_workers_first(compose: dict[str, Any],
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Production is what refuses ROOFWATCH_SANDBOX=unconfined, and GPU workers are where suites run."""
+    from pydantic import ValidationError
+
+    for name, service in roofwatch_services(compose).items():
+        assert container_settings(service, monkeypatch).environment == "production", name
+    for name, service in gpu_workers(compose).items():
+        with pytest.raises(ValidationError, match="refusing to run suites without the sandbox in production"):
+            container_settings(service, monkeypatch, {"ROOFWATCH_SANDBOX": "unconfined"})

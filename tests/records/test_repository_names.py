@@ -45,7 +45,7 @@ def changes(*repo: str) -> list[dict[str, object]]:
 def register_local(path: Path) -> str:
     """What `roofwatch run --repo PATH` does first: register the path as ``local/<name>``."""
     from roofwatch.service.core.db import session_scope
-    from roofwatch.service.records.repositories import resolve_repository
+    from roofwatch.service.flows.repositories import resolve_repository
 
     with session_scope() as session:
         return resolve_repository(session, str(path)).full_name

@@ -60,10 +60,15 @@ elif mode == "nul":
     benchmarks(entry("test_nul\u0000inside", group="g\u0000", param="p\u0000"))
 elif mode == "longname":
     benchmarks(entry("test_" + "\u00e9" * 3000))
+elif mode == "longstring":  # 64 MB in one name: read whole, its lexing grows with its square
+    benchmarks(entry("test_" + "a" * (64 << 20)))
+elif mode == "many":  # a million benchmarks of one round (70 MB): more than one suite may report
+    tiny = '{"name": "b%d", "stats": {"median": 0.001, "mean": 0.001, "data": [0.001]}}'
+    write('{"benchmarks": [' + ",".join(tiny % i for i in range(1_000_000)) + "]}")
 print("wrote", mode, flush=True)
 '''
 
-ATTACKS = ("link", "deep", "nan", "zero", "negative", "digits", "rounds", "extra")
+ATTACKS = ("link", "deep", "nan", "zero", "negative", "digits", "rounds", "extra", "longstring", "many")
 STORED = ("good", "nul", "longname")
 
 

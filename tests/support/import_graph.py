@@ -16,16 +16,20 @@ import grimp
 
 ROOTS = ("roofwatch", "kernels", "suites")
 
+# Packages beside the ground floor that the workers and the service both stand on.
+NEUTRAL_FLOORS = ("ab", "git", "suite_config", "result_files")
+
 
 def part(module: str) -> str:
     """The part of the code a module belongs to: a package of ``service``, ``workers``, ``dashboard``,
-    the ground floor ``common``, the harness (the rest of ``roofwatch``), ``kernels`` or ``suites``."""
+    the ground floor ``common``, a neutral floor (``NEUTRAL_FLOORS``), the harness (the rest of
+    ``roofwatch``), ``kernels`` or ``suites``."""
     names = module.split(".")
     if names[0] != "roofwatch":
         return names[0]
     if len(names) >= 3 and names[1] == "service":
         return f"service.{names[2]}"
-    if len(names) >= 2 and names[1] in ("service", "workers", "dashboard", "common"):
+    if len(names) >= 2 and names[1] in ("service", "workers", "dashboard", "common", *NEUTRAL_FLOORS):
         return names[1]
     return "harness"
 

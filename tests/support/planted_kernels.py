@@ -95,20 +95,21 @@ def planted_tree(dest: Path, plants: Iterable[Edit], *, with_suites: bool = Fals
     return dest
 
 
-def _interpreter_env(tree: Path) -> dict[str, str]:
+def _interpreter_env(tree: Path, interpret: bool = True) -> dict[str, str]:
     # cwd first on sys.path (python -m) and PYTHONPATH: the copy's kernels shadow the real ones.
     # The repository root next, so the suites import this checkout's roofwatch even where the
     # environment's editable install points at another checkout.
-    return pytest_env(TRITON_INTERPRET="1", PYTHONPATH=os.pathsep.join([str(tree), str(ROOT)]))
+    return pytest_env(TRITON_INTERPRET="1" if interpret else "0", PYTHONPATH=os.pathsep.join([str(tree), str(ROOT)]))
 
 
-def start_cases(tree: Path, cases: Sequence[str], junit: Path) -> subprocess.Popen[str]:
+def start_cases(tree: Path, cases: Sequence[str], junit: Path, *, interpret: bool = True) -> subprocess.Popen[str]:
     """Start pytest on ``cases`` (node ids relative to the repository root) against the
-    ``kernels`` in ``tree``, writing a junit report to ``junit``."""
+    ``kernels`` in ``tree``, writing a junit report to ``junit``; compiled for the GPU when not
+    ``interpret``."""
     return subprocess.Popen(
         [sys.executable, "-m", "pytest", *(str(ROOT / case) for case in cases), f"--rootdir={ROOT}",
          "--import-mode=append", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}"],
-        cwd=tree, env=_interpreter_env(tree), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=tree, env=_interpreter_env(tree, interpret), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
 
 

@@ -131,10 +131,12 @@ class OutageProxy:
         self._listener = socket.create_server(("127.0.0.1", self.port))
         threading.Thread(target=self._accept, daemon=True).start()
 
-    def outage(self, seconds: float, until_refused: int = 0, timeout: float = 180.0) -> None:
+    def outage(self, seconds: float, until_refused: int = 0, timeout: float = 180.0,
+               begun: Callable[[], None] | None = None) -> None:
         """Cut every open connection and refuse new ones for ``seconds``, and on until ``until_refused``
         connection attempts were refused (or ``timeout``): the outage is then certain to have been met,
-        however long the work before it took on a busy host."""
+        however long the work before it took on a busy host. ``begun`` is called once the database is
+        away (to let the work that must meet the outage go on); only refusals after it count."""
         self.refused = 0
         self.down.set()
         with self._lock:
@@ -145,6 +147,9 @@ class OutageProxy:
                     pass
                 conn.close()
             self._connections.clear()
+        if begun is not None:
+            begun()
+            self.refused = 0
         time.sleep(seconds)
         deadline = time.monotonic() + timeout
         while self.refused < until_refused and time.monotonic() < deadline:

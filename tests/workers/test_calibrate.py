@@ -285,7 +285,7 @@ def test_a_measurement_faster_than_the_roofline_is_a_harness_error(db: str) -> N
 
 def test_calibrate_command_prints_and_stores_the_peaks(roofwatch_env: Path) -> None:
     """The real console script, as an operator runs it (embedded: SQLite under the data dir)."""
-    from roofwatch.workers.device import probe
+    from roofwatch.common.device import probe
 
     done = roofwatch(["calibrate"], {"ROOFWATCH_DATA_DIR": str(roofwatch_env)}, timeout=300)
     assert "DRAM bandwidth" in done.stdout and "fp32 matmul" in done.stdout

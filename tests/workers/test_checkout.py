@@ -8,7 +8,7 @@ import pytest
 from support.sample_repo import GOOD_KERNEL, build_history, commit, git, init
 
 from roofwatch.common.errors import RemoteUnreachable, UnknownRevision
-from roofwatch.workers import checkout
+from roofwatch.git import checkout
 
 
 @pytest.fixture
@@ -47,6 +47,24 @@ def test_second_ensure_mirror_fetches_into_the_same_mirror(
     assert (mirror / "roofwatch-marker").read_text() == "kept"
     assert checkout.resolve(mirror, "main") == new
     assert list(mirrors.glob("*.git")) == [mirror]
+
+
+def test_a_mirror_that_holds_the_commit_is_not_fetched_again(
+    source: tuple[Path, dict[str, str]], mirrors: Path
+) -> None:
+    repo, shas = source
+    mirror = checkout.ensure_mirror(mirrors, str(repo))
+    new = commit(repo, "Tune saxpy", {"kernel.py": GOOD_KERNEL + "\n# tuned\n"}, 4)
+    # It holds the commit asked for: nothing is fetched, so the newer commit is still not there.
+    assert checkout.mirror_holding(mirrors, str(repo), shas["fixed"]) == mirror
+    assert not checkout.has_commit(mirror, new)
+    # It lacks the commit asked for: fetched.
+    assert checkout.mirror_holding(mirrors, str(repo), new) == mirror
+    assert checkout.has_commit(mirror, new)
+    # No mirror yet: cloned.
+    other = mirrors.parent / "elsewhere"
+    assert checkout.has_commit(checkout.mirror_holding(other, str(repo), new), new)
+    assert list(other.glob("*.git"))
 
 
 def test_same_source_spelled_differently_shares_a_mirror(
@@ -173,6 +191,79 @@ def test_rev_range_follows_first_parents(tmp_path: Path, mirrors: Path) -> None:
 
     assert checkout.rev_range(mirror, f"{base}..main") == [main_work, merge]
     assert side not in checkout.recent(mirror, "main", 10)
+
+
+def _merged_history(repo: Path) -> dict[str, str]:
+    """main: base, main work, merge of topic (with side work); feature: off main work; main is checked out."""
+    init(repo)
+    shas = {"base": commit(repo, "base", {"a.txt": "a"}, 1)}
+    git(repo, "checkout", "-q", "-b", "topic")
+    shas["side"] = commit(repo, "side work", {"b.txt": "b"}, 2)
+    git(repo, "checkout", "-q", "main")
+    shas["main_work"] = commit(repo, "main work", {"c.txt": "c"}, 3)
+    git(repo, "merge", "-q", "--no-ff", "-m", "merge topic", "topic")
+    shas["merge"] = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "-b", "feature", shas["main_work"])
+    shas["feature"] = commit(repo, "feature work", {"d.txt": "d"}, 4)
+    git(repo, "tag", "v-feature")
+    git(repo, "checkout", "-q", "main")
+    return shas
+
+
+def test_only_the_default_branchs_first_parent_history_is_on_it(tmp_path: Path, mirrors: Path) -> None:
+    repo = tmp_path / "merges"
+    shas = _merged_history(repo)
+    mirror = checkout.ensure_mirror(mirrors, str(repo))
+    default = checkout.default_branch(mirror, "HEAD", source=repo)
+    assert default is not None and default.name == "main" and default.tips == (shas["merge"],)
+    positions = {sha: checkout.commit_info(mirror, sha).position for sha in shas.values()}
+    assert positions[shas["feature"]] == positions[shas["merge"]]  # a sibling at the same place
+    on = checkout.on_first_parent_history(mirror, default.tips, positions)
+    # A commit merged in from a branch (a second parent) is not on it, as the history's order never counts it.
+    assert on == {shas["base"], shas["main_work"], shas["merge"]}
+    assert checkout.on_first_parent_history(mirror, default.tips, {}) == set()
+
+    assert checkout.branch_of(repo, shas["feature"]) == "feature, v-feature"
+    assert checkout.branch_of(repo, shas["feature"], asked=["v-feature"]) == "v-feature"
+    assert checkout.branch_of(repo, shas["side"], asked=["HEAD"]) == "main"  # HEAD is main, which merged it
+    # The default branch merged it in, but only topic has it on its own history: that is its branch.
+    assert checkout.branch_of(repo, shas["side"], asked=["HEAD"], besides=["main"]) == "topic"
+    git(repo, "checkout", "-q", "feature")
+    assert checkout.branch_of(repo, shas["feature"], asked=["HEAD"]) == "feature"  # what the user is on
+    git(repo, "checkout", "-q", "--detach", shas["feature"])
+    git(repo, "branch", "-q", "-D", "feature")
+    git(repo, "tag", "-d", "v-feature")
+    assert checkout.branch_of(repo, shas["feature"], asked=["HEAD"]) == ""  # nothing holds it
+
+
+def test_the_default_branch_is_what_the_repository_says_never_the_checked_out_branch(
+        tmp_path: Path, mirrors: Path) -> None:
+    upstream = tmp_path / "upstream"
+    init(upstream)
+    first = commit(upstream, "first", {"a.txt": "a"}, 1)
+    git(upstream, "branch", "-m", "main", "trunk")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(upstream), str(clone))
+    git(clone, "checkout", "-q", "-b", "mine")
+    mine = commit(clone, "mine", {"b.txt": "b"}, 2)
+    mirror = checkout.ensure_mirror(mirrors, str(clone))
+    assert checkout.default_branch(mirror, "HEAD")  # the mirror's HEAD is the branch the clone had checked out …
+    default = checkout.default_branch(mirror, "HEAD", source=clone)  # … its origin/HEAD says trunk
+    assert default is not None and default.name == "trunk" and set(default.tips) == {first}
+    assert checkout.on_first_parent_history(mirror, default.tips, {first: 1, mine: 2}) == {first}
+    registered = checkout.default_branch(mirror, "mine", source=clone)  # a registration's name wins when it exists
+    assert registered is not None and registered.name == "mine" and registered.tips == (mine,)
+    unknown = checkout.default_branch(mirror, "develop", source=clone)
+    assert unknown is not None and unknown.name == "trunk"
+
+    bare = tmp_path / "bare"
+    init(bare)
+    commit(bare, "only", {"a.txt": "a"}, 1)
+    git(bare, "branch", "-m", "main", "work")
+    only = checkout.default_branch(checkout.ensure_mirror(mirrors, str(bare)), "HEAD", source=bare)
+    assert only is not None and only.name == "work"  # no origin, no main or master: the only branch
+    git(bare, "checkout", "-q", "-b", "second")
+    assert checkout.default_branch(checkout.ensure_mirror(mirrors, str(bare)), "HEAD", source=bare) is None
 
 
 def test_commit_info(source: tuple[Path, dict[str, str]], mirrors: Path) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from roofwatch.suite_config.targets import UnknownTarget, max_threads, parse_targets
 from roofwatch.workers.compiled.sass import classify, instruction_mix, parse_resource_usage
-from roofwatch.workers.compiled.targets import UnknownTarget, max_threads, parse_targets
 
 RES_USAGE = """
 Resource usage:

@@ -12,7 +12,7 @@ import pytest
 from support.sample_repo import GOOD_KERNEL, commit, init
 
 from roofwatch.common.errors import RemoteUnreachable
-from roofwatch.workers import checkout
+from roofwatch.git import checkout
 
 TOKEN = "ghs_abcdefghijklmnopqrstuvwxyz0123456789"
 

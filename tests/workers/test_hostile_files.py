@@ -76,6 +76,8 @@ def test_each_bad_result_file_fails_its_own_suite_only(tmp_path: Path, database:
         assert "median must be a positive, finite number of seconds" in suites[attack][1]
     assert "rounds must be a whole number" in suites["rounds"][1]
     assert "extra_info must be an object" in suites["extra"][1]
+    assert "holds a string longer than 64 KiB" in suites["longstring"][1]
+    assert "more than 10,000 benchmarks" in suites["many"][1] and "ROOFWATCH_MAX_BENCHMARKS" in suites["many"][1]
     names = {str(name) for (name,) in query(database, "SELECT name FROM benchmark")}
     assert "host_secret" not in names
     assert "test_good" in names and "test_nul\ufffdinside" in names
@@ -162,8 +164,8 @@ def test_a_commits_setup_never_reaches_another_commits_suites(tmp_path: Path) ->
 
 def test_a_stored_suite_cannot_take_its_files_from_another_repositorys_mirror(tmp_path: Path) -> None:
     from roofwatch.common.errors import SuiteConfigError
-    from roofwatch.workers.external_suites import lay_over
-    from roofwatch.workers.suite_config import SuiteSpec
+    from roofwatch.suite_config.declared import SuiteSpec
+    from roofwatch.workers.backfill import lay_over
 
     mirrors = tmp_path / "data" / "mirrors"
     other = mirrors / "private-0123456789ab.git"
@@ -176,6 +178,26 @@ def test_a_stored_suite_cannot_take_its_files_from_another_repositorys_mirror(tm
 
 @pytest.mark.redis
 @pytest.mark.postgres
+def test_a_suite_named_with_300000_letters_is_run_stored_and_shown_cut(tmp_path: Path, database: str) -> None:
+    """Its name is redacted, stored and printed: each linear, where redaction took 117 s of ingest for
+    100,000 letters and Rich's highlighting of the progress line held the command for minutes."""
+    from support.hostile_files import WRITE_RESULT
+
+    bubblewrap.check()
+    repo = tmp_path / "repo"
+    init(repo)
+    name = "s" * 300_000
+    commit(repo, "A long suite name", {"write_result.py": WRITE_RESULT,
+                                        "pyproject.toml": suite(name, "python write_result.py good")}, 1)
+
+    code, output = run(tmp_path, database, "--repo", str(repo))
+
+    assert code == 0 and "Traceback" not in output, output[-3000:]
+    assert "s…[298,000 more characters]" in "".join(output.split("\n"))  # lines wrap at COLUMNS=200
+    assert query(database, "SELECT state FROM run") == [("succeeded",)]
+    assert query(database, "SELECT count(*) FROM measurement") == [(1,)]
+
+
 def test_bad_files_lose_nothing_through_a_worker_on_redis_and_postgres(tmp_path: Path) -> None:
     """The same hostile suites through a real worker: each bad file errors its own suite, the good
     ones are stored, both runs finish, and the worker is still there for the second."""

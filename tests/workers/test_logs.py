@@ -149,11 +149,11 @@ def test_an_eager_task_logs_with_its_run_id(stream: io.StringIO) -> None:
     app = Celery("logs-test", set_as_current=False)
     app.conf.update(task_always_eager=True, task_eager_propagates=True)
 
-    @app.task(name="roofwatch.analyze")
+    @app.task(name="roofwatch.analyze", shared=False)  # shared tasks would join every app made later
     def analyze(run_id: int) -> None:
         logging.getLogger("roofwatch.service.tasks").info("run %s: analysing", run_id)
 
-    @app.task(name="roofwatch.finish_pull_request")
+    @app.task(name="roofwatch.finish_pull_request", shared=False)
     def finish(comparison_id: int) -> None:
         logging.getLogger("roofwatch.service.tasks").info("comparison %s: finishing", comparison_id)
         analyze.delay(5)  # eager inside eager: its own run id, then back to the comparison

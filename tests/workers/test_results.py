@@ -12,8 +12,8 @@ from support.tests_support import pytest_env
 
 from roofwatch.common.envelope import OutcomeRecord
 from roofwatch.common.errors import ResultFileError
-from roofwatch.service.analysis.sampling import SAMPLE_LIMIT
-from roofwatch.workers.results import parse_benchmark_json, parse_junit
+from roofwatch.common.sampling import SAMPLE_LIMIT
+from roofwatch.result_files.suite_results import parse_benchmark_json, parse_junit
 
 BENCH_CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "formats" / "pytest-benchmark"
 CORPUS_FILES = sorted(BENCH_CORPUS.rglob("*.json")) if BENCH_CORPUS.is_dir() else []
@@ -80,6 +80,22 @@ def test_junit_outcomes_messages_and_properties(reports: tuple[Path, Path]) -> N
     assert outcomes["test_fails"].max_abs_err is None
     assert "no GPU here" in outcomes["test_skipped"].message
     assert all(o.duration_s >= 0 for o in outcomes.values())
+
+
+def test_a_test_failing_then_erroring_in_teardown_is_one_outcome(tmp_path: Path) -> None:
+    # pytest writes such a test twice (its call, then its teardown), as flash-linear-attention's tests did
+    # on a CPU; stored twice, the run's results could not be stored at all.
+    (tmp_path / "test_twice.py").write_text(
+        "import pytest\n\n@pytest.fixture\ndef broken():\n    yield\n    raise RuntimeError('teardown broke')\n\n"
+        "def test_twice(broken):\n    assert 1 == 2, 'call broke'\n")
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml=junit.xml"],
+                   cwd=tmp_path, env=pytest_env(), capture_output=True, text=True, timeout=120, check=False)
+    assert (tmp_path / "junit.xml").read_text().count("<testcase ") == 2
+
+    [outcome] = parse_junit(tmp_path / "junit.xml")
+
+    assert (outcome.test_id, outcome.outcome) == ("test_twice::test_twice", "failed")
+    assert "call broke" in outcome.message and "teardown broke" in outcome.message
 
 
 def test_benchmark_json_from_a_real_run(reports: tuple[Path, Path]) -> None:
@@ -200,3 +216,84 @@ def test_an_empty_benchmarks_list_is_no_measurements(tmp_path: Path) -> None:
     path = tmp_path / "bench.json"
     path.write_text('{"machine_info": {"node": "x"}, "benchmarks": []}')
     assert parse_benchmark_json(path) == []
+
+
+# -- bounded: strings, time, and how many benchmarks ---------------------------------------------------
+
+MB = 1024 * 1024
+
+
+def tiny_benchmarks(path: Path, count: int, nan: bool = False) -> Path:
+    """``count`` benchmarks of one round each, written one at a time (a 1,000,000-entry file is 70 MB)."""
+    median = "NaN" if nan else "0.001"
+    with path.open("w") as out:
+        out.write('{"machine_info": {}, "benchmarks": [')
+        for index in range(count):
+            out.write(("," if index else "") + f'{{"name": "b{index}", "stats": {{"median": 0.001, "mean": 0.001, '
+                      f'"iqr": 0, "data": [0.001, {median}]}}}}')
+        out.write("]}")
+    return path
+
+
+def test_a_long_string_is_refused_after_reading_little_of_it(tmp_path: Path) -> None:
+    # A 96 MB name: ijson alone took 14 s on a 32 MB string and grows with its square.
+    path = tmp_path / "bench.json"
+    with path.open("wb") as out:
+        out.write(b'{"benchmarks": [{"name": "test_')
+        for _ in range(96):
+            out.write(b"a" * MB)
+        out.write(b'", "stats": {"median": 0.001, "mean": 0.001}}]}')
+    with pytest.raises(ResultFileError, match=r"holds a string longer than 64 KiB \(65536 bytes\)"):
+        parse_benchmark_json(path)
+
+
+def test_a_file_over_the_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    from roofwatch.common.limits import BENCHMARK_FILE_LIMIT
+
+    path = tmp_path / "bench.json"
+    with path.open("wb") as out:  # sparse: no disk is written
+        out.truncate(BENCHMARK_FILE_LIMIT + 1)
+    with pytest.raises(ResultFileError, match=f"is {BENCHMARK_FILE_LIMIT + 1} bytes, over the 1 GiB limit"):
+        parse_benchmark_json(path)
+
+
+@pytest.mark.parametrize("nan", [False, True], ids=["strict", "with-NaN"])
+def test_more_benchmarks_than_the_limit_are_refused_naming_it(tmp_path: Path, nan: bool,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROOFWATCH_MAX_BENCHMARKS", "40")
+    assert len(parse_benchmark_json(tiny_benchmarks(tmp_path / "at.json", 40, nan))) == 40
+    with pytest.raises(ResultFileError) as refused:
+        parse_benchmark_json(tiny_benchmarks(tmp_path / "past.json", 41, nan))
+    assert "more than 40 benchmarks" in str(refused.value)
+    assert "split the suite, or raise ROOFWATCH_MAX_BENCHMARKS" in str(refused.value)
+
+
+@pytest.mark.parametrize("nan", [False, True], ids=["strict", "with-NaN"])
+def test_memory_stays_flat_in_the_benchmark_count(tmp_path: Path, nan: bool) -> None:
+    """Python's allocations while reading 2,000 and 200,000 benchmarks under a limit of 1,000.
+
+    Streamed, the same; a file with NaN is held whole (at most ``RESULT_FILE_LIMIT``) and made
+    strict as it is read, so it adds its size, never the entries past the limit.
+    """
+    import tracemalloc
+
+    peaks, sizes = [], []
+    for count in (2_000, 200_000):
+        path = tiny_benchmarks(tmp_path / f"{count}.json", count, nan)
+        sizes.append(path.stat().st_size)
+        tracemalloc.start()
+        with pytest.raises(ResultFileError, match="more than 1,000 benchmarks"):
+            parse_benchmark_json(path, max_benchmarks=1_000)
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+    small, large = peaks
+    # Holding every entry of the larger file would take about 100 times as much as the smaller.
+    assert large < 1.5 * small + (1.2 * sizes[1] if nan else 0), (peaks, sizes)
+
+
+def test_reading_stops_at_the_deadline(tmp_path: Path) -> None:
+    import time
+
+    path = tiny_benchmarks(tmp_path / "bench.json", 10)
+    with pytest.raises(ResultFileError, match=r"not read within the time its suite had left \(0 s\)"):
+        parse_benchmark_json(path, deadline=time.monotonic(), budget_s=0.0)

@@ -148,6 +148,20 @@ def test_garbage_benchmark_file_is_errored(tmp_path: Path) -> None:
     assert envelope.status == "errored"
 
 
+def test_a_benchmark_suite_whose_benchmarks_all_skip_passes_with_nothing_measured(tmp_path: Path) -> None:
+    # pytest-benchmark writes no JSON when no benchmark ran: a GPU-only benchmark on a CPU host, or one of
+    # the kernel_benchmark stubs `roofwatch init` writes before their call is written.
+    skipped = suite_table("bench", "benchmark", "python -m pytest bench -q -p no:cacheprovider --benchmark-only")
+    repo, sha = single_commit_repo(tmp_path, {"pyproject.toml": skipped, "bench/test_later.py": (
+        "import pytest\n\ndef test_later(benchmark):\n    pytest.skip('not written yet')\n")})
+    envelope = run(tmp_path, repo, sha)
+
+    [suite] = envelope.suites
+    assert (suite.status, suite.exit_code, suite.measurements) == ("passed", 0, [])
+    assert suite.reason.startswith("no benchmark ran (each one skipped)")
+    assert envelope.status == "succeeded"
+
+
 def test_failed_setup_skips_the_suite_command(tmp_path: Path) -> None:
     table = suite_table("bench", "benchmark", "python -m pytest bench -q --benchmark-only",
                         'setup = "echo preparing; exit 3"\n')

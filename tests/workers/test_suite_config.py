@@ -8,7 +8,7 @@ import pytest
 from support.sample_repo import PYPROJECT
 
 from roofwatch.common.errors import SuiteConfigError
-from roofwatch.workers.suite_config import load_suites
+from roofwatch.suite_config.declared import load_suites
 
 PROJECT = '[project]\nname = "k"\nversion = "0"\n'
 

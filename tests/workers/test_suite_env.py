@@ -16,9 +16,9 @@ from support.sample_repo import commit, git, init
 from support.tests_support import roofwatch
 
 from roofwatch.common.errors import SuiteConfigError
+from roofwatch.suite_config.declared import suites_in
+from roofwatch.suite_config.suite_env import check_env, inside_tree
 from roofwatch.workers import bubblewrap, sandbox
-from roofwatch.workers.suite_config import suites_in
-from roofwatch.workers.suite_env import check_env, inside_tree
 
 
 @pytest.mark.parametrize(("env", "refused"), [

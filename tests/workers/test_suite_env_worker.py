@@ -18,9 +18,9 @@ from support.environment import fresh_postgres_database
 from support.tests_support import roofwatch
 from support.worker_support import PrivateRedis, WorkerProcess, suite_repo, wait_for
 
+from roofwatch.common.device import probe
 from roofwatch.common.task_names import queue_name
 from roofwatch.workers import bubblewrap
-from roofwatch.workers.device import probe
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
 

@@ -20,8 +20,8 @@ from support.environment import fresh_postgres_database
 from support.tests_support import roofwatch
 from support.worker_support import OutageProxy, PrivateRedis, WorkerProcess, suite_repo, wait_for
 
+from roofwatch.common.device import probe
 from roofwatch.common.task_names import queue_name
-from roofwatch.workers.device import probe
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
 
@@ -32,8 +32,10 @@ SLOW_SUITE = """
 """
 
 
-def slow_check(markers: Path, seconds: float) -> str:
-    """A test that leaves ``start-<pid>`` when it begins and ``done-<pid>`` when it ends."""
+def slow_check(markers: Path, seconds: float, gated: bool = False) -> str:
+    """A test that leaves ``start-<pid>`` when it begins and ``done-<pid>`` when it ends; ``gated``, it
+    also waits (up to a minute) for the test to leave ``release`` first, so what the test does between
+    start and release happens while the suite runs however slow the host."""
     return f"""
         import os, time
         from pathlib import Path
@@ -41,6 +43,9 @@ def slow_check(markers: Path, seconds: float) -> str:
         def test_takes_a_while():
             markers = Path({str(markers)!r})
             (markers / f"start-{{os.getpid()}}").touch()
+            deadline = time.monotonic() + 60
+            while {gated!r} and not (markers / "release").exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
             time.sleep({seconds})
             (markers / f"done-{{os.getpid()}}").touch()
     """
@@ -182,7 +187,7 @@ def test_redis_restart_during_a_run_loses_nothing(cluster: Cluster, tmp_path: Pa
 
 def test_postgres_outage_during_ingest_is_retried(cluster: Cluster, tmp_path: Path) -> None:
     repo = tmp_path / "repo"
-    suite_repo(repo, {"correctness": SLOW_SUITE}, {"checks/test_slow.py": slow_check(cluster.markers, 1)})
+    suite_repo(repo, {"correctness": SLOW_SUITE}, {"checks/test_slow.py": slow_check(cluster.markers, 1, gated=True)})
     target = make_url(cluster.database_url)
     proxy = OutageProxy((target.host or "127.0.0.1", target.port or 5432))
     through_proxy = target.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
@@ -192,7 +197,8 @@ def test_postgres_outage_during_ingest_is_retried(cluster: Cluster, tmp_path: Pa
         wait_for(cluster.started, 120, "the suite to start")
         # The envelope reaches the ingest queue while the database is away: 10 s at least, and on
         # until the ingest worker has tried it (a busy host may take longer than 10 s to get there).
-        proxy.outage(10, until_refused=1)
+        # The suite waits for the release, so the outage has begun before anything is ingested.
+        proxy.outage(10, until_refused=1, begun=(cluster.markers / "release").touch)
         run_id, state, error = cluster.finished_run()
     finally:
         gpu.stop()

@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from roofwatch.common.envelope import CompiledArtifactRecord
 from roofwatch.common.errors import ResultFileError
-from roofwatch.workers.results import load_json, read_result
+from roofwatch.result_files.suite_results import load_json, read_result
 
 
 def parse_compiled_json(path: Path) -> list[CompiledArtifactRecord]:

@@ -12,10 +12,15 @@ import os
 import shutil
 from pathlib import Path
 
+from roofwatch.suite_config import targets
+
 PACKAGE = "roofwatch_compiled"
 PLUGIN = f"{PACKAGE}.plugin"
 # What runs inside the suite's process; artifacts_file and install stay with the worker.
-SANDBOX_MODULES = ("__init__.py", "plugin.py", "launches.py", "targets.py", "sass.py", "toolchain.py")
+SANDBOX_MODULES = ("__init__.py", "plugin.py", "launches.py", "sass.py", "toolchain.py")
+# The compile targets are read by the suite's configuration as well (``[[suites]] targets``), so the
+# module lives on that floor; it imports nothing of roofwatch and is copied in beside the plugin.
+TARGETS_MODULE = Path(targets.__file__)
 
 
 def install_plugin(scratch: Path) -> Path:
@@ -26,6 +31,7 @@ def install_plugin(scratch: Path) -> Path:
     source = Path(__file__).parent
     for name in SANDBOX_MODULES:
         shutil.copyfile(source / name, package / name)
+    shutil.copyfile(TARGETS_MODULE, package / "targets.py")
     return root
 
 

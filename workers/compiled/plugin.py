@@ -47,7 +47,11 @@ def pytest_configure(config: pytest.Config) -> None:
     from triton.backends.compiler import GPUTarget
 
     from .launches import LaunchRecorder, recording
-    from .targets import DEFAULT_TARGETS, parse_targets
+
+    try:  # in the sandbox, the targets module is copied in beside the plugin (compiled.install)
+        from .targets import DEFAULT_TARGETS, parse_targets
+    except ImportError:  # run from roofwatch's own tree, where it lives with the suite configuration
+        from roofwatch.suite_config.targets import DEFAULT_TARGETS, parse_targets
 
     names = config.getoption("--roofwatch-targets") or os.environ.get(TARGETS_ENV) or ",".join(DEFAULT_TARGETS)
     targets = parse_targets(names)

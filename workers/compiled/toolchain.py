@@ -30,7 +30,11 @@ from triton.runtime.errors import OutOfResources
 
 from .launches import Launch
 from .sass import instruction_mix, parse_resource_usage
-from .targets import Target, max_threads
+
+try:  # in the sandbox, the targets module is copied in beside the plugin (compiled.install)
+    from .targets import Target, max_threads
+except ImportError:  # run from roofwatch's own tree, where it lives with the suite configuration
+    from roofwatch.suite_config.targets import Target, max_threads
 
 TOOL_TIMEOUT_S = 120
 WARP_SIZE = 32
