@@ -91,6 +91,11 @@ def _settle() -> None:
     assert embedded.REPORTS.drain(120), "reports were not delivered"
 
 
+# What identical code may come back as: green, or, when a saturated host leaves the A/B too
+# noisy within its rounds, an honest "inconclusive" (a pending status); never slower or failed.
+SAME_CODE = ("success", "inconclusive")
+
+
 def _phases(statuses: list[dict[str, str]]) -> list[str]:
     """What GitHub was shown, in order: 'waiting', 'queued', 'running' for pending states, else the state.
 
@@ -139,7 +144,7 @@ def test_pull_request_gets_statuses_and_one_living_comment(app_client: TestClien
     _settle()
 
     final = fake_github.statuses(REPO, shas["fix"])[-1]
-    assert final["state"] == "success", final  # fixed code: no failure, and no timing change to report
+    assert _phases([final])[0] in SAME_CODE, final  # fixed code: no failure, and no timing change to report
     (edited,) = fake_github.comments(REPO, 7)
     assert edited["id"] == first["id"] and shas["fix"][:7] in edited["body"]
     assert "No new test failures." in edited["body"] and "new test failure" in first["body"]
@@ -187,7 +192,8 @@ def test_fork_waits_for_a_maintainer_then_runs_on_command(app_client: TestClient
     assert [c.path for c in fake_github.calls("repos/get-collaborator-permission-level")] == [
         f"/repos/{REPO}/collaborators/Codertocat/permission"]
     shown = _phases(fake_github.statuses(REPO, shas["fix"]))
-    assert shown[0] == "waiting" and shown[-1] == "success" and _in_order(shown, ["waiting", "queued", "running", "success"])
+    assert shown[0] == "waiting" and shown[-1] in SAME_CODE, shown
+    assert _in_order(shown, ["waiting", "queued", "running", shown[-1]]), shown
     with session_scope() as session:
         assert [r.pr_number for r in session.exec(select(Run)).all()] == [9]
     assert len(fake_github.comments(REPO, 9)) == 1
@@ -307,7 +313,8 @@ def test_a_maintain_collaborator_approves_the_head_they_saw_and_not_the_next(
     assert asked.path == f"/repos/{REPO}/collaborators/keeper/permission" and asked.status == 200
     assert _runs() == [(47, shas["fix"])]  # the approved head ran
     shown = _phases(fake_github.statuses(REPO, shas["fix"]))
-    assert shown[0] == "waiting" and shown[-1] == "success" and _in_order(shown, ["waiting", "queued", "running", "success"])
+    assert shown[0] == "waiting" and shown[-1] in SAME_CODE, shown
+    assert _in_order(shown, ["waiting", "queued", "running", shown[-1]]), shown
     (report,) = fake_github.comments(REPO, 47)
     assert MARKER in report["body"] and shas["fix"][:7] in report["body"]
 
@@ -463,9 +470,13 @@ def test_a_github_outage_loses_no_report_and_does_not_hold_up_the_run(app_client
     delivered, pending = outbox.deliver_due()
     assert pending == 0
     with session_scope() as session:
-        assert all(r.delivered_version == r.version for r in session.exec(select(GitHubReport)).all())
+        reports = session.exec(select(GitHubReport)).all()
+        assert all(r.delivered_version == r.version for r in reports)
+        (desired,) = [r.payload for r in reports if r.target == "status"]
+    # GitHub ends on the newest desired state, never a stale phase after it, and that state is the verdict.
     posted = fake_github.statuses(REPO, kernels_repo["fix"])
-    assert posted[-1]["state"] == "success"  # the final verdict, never a stale "queued" after it
+    assert {key: posted[-1][key] for key in desired} == desired, posted
+    assert _phases(posted)[-1] in SAME_CODE, posted
     assert len(fake_github.comments(REPO, 13)) == 1
 
 
