@@ -4,32 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
-from sqlmodel import Session, col, select
 
-from roofwatch.service.core.errors import ArtifactLookupError
-from roofwatch.service.core.models import Commit, CompiledArtifact
-from roofwatch.service.flows.repositories import resolve_repository
-from roofwatch.service.records import compiled_artifacts
-
-
-def artifacts_of(session: Session, repo: str, commit: str) -> tuple[str, list[CompiledArtifact]]:
-    """The full SHA ``commit`` (a SHA or a unique prefix) names, and its latest run's artifacts."""
-    repository = resolve_repository(session, repo)
-    prefix = commit.strip().lower()
-    if not prefix or any(c not in "0123456789abcdef" for c in prefix):
-        raise ArtifactLookupError(f"{commit!r} is not a commit SHA")
-    shas = session.exec(select(Commit.sha).where(Commit.repository_id == repository.id,
-                                                 col(Commit.sha).startswith(prefix, autoescape=True))).all()
-    if not shas:
-        raise ArtifactLookupError(f"no commit {commit} of {repository.full_name} has been run")
-    if len(set(shas)) > 1:
-        raise ArtifactLookupError(f"{commit} is ambiguous in {repository.full_name}: {', '.join(sorted(shas)[:5])}")
-    sha = shas[0]
-    assert repository.id is not None
-    rows = compiled_artifacts.for_commit(session, repository.id, sha)
-    if not rows:
-        raise ArtifactLookupError(f"commit {sha[:12]} has no compiled artifacts (does it declare a kind = \"compile\" suite?)")
-    return sha, rows
+from roofwatch.service.core.models import CompiledArtifact
 
 
 def render(console: Console, sha: str, rows: list[CompiledArtifact]) -> None:

@@ -8,7 +8,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Literal
 
 from rich.console import Console
@@ -17,28 +16,19 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from roofwatch.ab import abtest
-from roofwatch.common.device import probe
 from roofwatch.common.metrics import is_memory_suite
 from roofwatch.common.redaction import redact
 from roofwatch.common.task_names import queue_name
-from roofwatch.git import checkout
+from roofwatch.common.vocabulary import RunState
 from roofwatch.service.analysis.failure_groups import parametrizations_text
 from roofwatch.service.cli.consoles import inert, inert_lines
 from roofwatch.service.cli.progress import describe
 from roofwatch.service.core.config import get_settings
-from roofwatch.service.core.db import session_scope
 from roofwatch.service.core.errors import RoofwatchError
-from roofwatch.service.core.keys import comparison_key, comparison_key_prefix, next_attempt
 from roofwatch.service.core.links import compare_url
-from roofwatch.service.core.models import Comparison, Repository
 from roofwatch.service.core.reports import BenchmarkVerdictRow, ComparisonReport, failing_tests
 from roofwatch.service.core.units import level_text, quantity, seconds
-from roofwatch.service.flows import ab
-from roofwatch.service.flows.repositories import mirror_and_source, resolve_repository
-from roofwatch.service.flows.run_selection import one_off_suites
-from roofwatch.service.records import acceptances
-from roofwatch.service.records.comparisons import comparison_report
-from roofwatch.service.records.runs import upsert_commit
+from roofwatch.service.flows import ab, manual_compare
 from roofwatch.workers.activity import local_activity
 
 ERROR_SHOWN = 20_000  # characters of the error shown: every unfinished suite's reason and last 20 lines
@@ -47,69 +37,40 @@ ERROR_SHOWN = 20_000  # characters of the error shown: every unfinished suite's 
 EXIT = {"no-change": 0, "improvement": 0, "regression": 1, "failure": 1, "missing": 1, "inconclusive": 3, "errored": 2}
 
 
-@dataclass
+@dataclass(frozen=True)
 class CompareRequest:
-    repo: str
-    base: str
-    head: str
-    min_rounds: int | None = None
-    max_rounds: int | None = None
-    wait: bool = True
-    suites_file: Path | None = None  # one-off suites (TOML), not stored, as for `run`
-    suites_from: str | None = None
+    asked: manual_compare.Asked
+    wait: bool = True  # with a broker: wait for the verdict
     accept_missing: bool = False  # the local user accepts benchmarks of the base missing on the head
 
 
 def execute(request: CompareRequest, console: Console) -> tuple[int, ComparisonReport | None]:
     """Run the comparison; (exit code, report or None when nothing was compared)."""
-
     settings = get_settings()
     try:
-        with session_scope() as session:
-            repository = resolve_repository(session, request.repo)
-        mirror, source = mirror_and_source(repository, settings.mirrors_dir)
-        base_sha, head_sha = checkout.resolve(source, request.base), checkout.resolve(source, request.head)
-        infos = [checkout.commit_info(mirror, sha) for sha in (base_sha, head_sha)]
-        one_off = one_off_suites(request.suites_file, request.suites_from, source)
+        prepared = manual_compare.prepare(request.asked, settings)
     except (RoofwatchError, OSError) as exc:
         console.print(f"[bold red]error:[/] {inert_lines(redact(str(exc)))}")
         return 2, None
 
-    device = probe()
-    with session_scope() as session:
-        repo_row = session.get(Repository, repository.id)
-        assert repo_row is not None
-        base, head = (upsert_commit(session, repo_row, info) for info in infos)
-        attempt = next_attempt(session, Comparison, comparison_key_prefix(
-            repo_row, base.sha, head.sha, device.fingerprint, "manual"))
-        key = comparison_key(repo_row, base.sha, head.sha, device.fingerprint, "manual", attempt)
-        # The revision asked for as the base, so the dashboard's rendering of the PR comment names it.
-        _, job = ab.prepare(session, repo_row, base, head, key, purpose="manual", details={"base_ref": request.base},
-                            max_rounds=request.max_rounds, min_rounds=request.min_rounds)
-        job = replace(job, **one_off)
-
-    queue = queue_name(device.device_class)
-    mode = "in-process" if settings.embedded else f"queue {queue}"
-    console.print(f"[bold]{inert(repository.full_name)}[/] {base_sha[:12]} (base) vs {head_sha[:12]} (head) on "
-                  f"{inert(device.device_class)}, {job.min_rounds}–{job.max_rounds} interleaved rounds ({mode})")
+    job, device_class = prepared.job, prepared.device.device_class
+    mode = "in-process" if settings.embedded else f"queue {queue_name(device_class)}"
+    console.print(f"[bold]{inert(prepared.repository)}[/] {prepared.base_sha[:12]} (base) vs "
+                  f"{prepared.head_sha[:12]} (head) on {inert(device_class)}, "
+                  f"{job.min_rounds}–{job.max_rounds} interleaved rounds ({mode})")
     with progress_lines(console) as show:
         token = local_activity.set(lambda activity: show(describe(replace(activity, suite=inert(activity.suite)),
                                                                   "compare")))
         try:
-            result = ab.start(job, device.device_class)
+            result = ab.start(job, device_class)
         finally:
             local_activity.reset(token)
         if not settings.embedded and not request.wait:
             console.print(f"enqueued comparison {job.comparison_id}")
             return 0, None
         result.get(propagate=False)
-    with session_scope() as session:
-        if request.accept_missing:
-            stored = session.get(Comparison, job.comparison_id)
-            if stored is not None and stored.finished_at is not None:
-                acceptances.accept(session, stored, getpass.getuser(), "cli")
-        data = comparison_report(session, job.comparison_id)
-    if data.get("state") == "failed":  # a suite did not finish: the verdict rests on what did, so it fails
+    data = manual_compare.report(job.comparison_id, getpass.getuser() if request.accept_missing else None)
+    if data.get("state") == RunState.FAILED:  # a suite did not finish: the verdict rests on what did, so it fails
         return 1, data
     return EXIT.get(data["verdict"], 2), data
 

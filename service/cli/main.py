@@ -63,19 +63,19 @@ def repo_add(
         "--suites", help="TOML with [[tool.roofwatch.suites]] tables, kept in roofwatch instead of the repository")] = None,
 ) -> None:
     """Register a repository; webhooks for OWNER/NAME then clone from CLONE_URL."""
-    from roofwatch.service.core.db import session_scope
     from roofwatch.service.core.errors import RoofwatchError
-    from roofwatch.service.records.repositories import register
+    from roofwatch.service.flows import maintenance
 
     prepare_database()
     try:
-        with session_scope() as session:
-            repository = register(session, full_name, clone_url, default_branch, trust_policy, suite_network)
-            console.print(f"registered [bold]{escape(repository.full_name)}[/] → {escape(redact(repository.clone_url))}")
-            if suites is not None:
-                suites_command.set_suites(session, repository, suites, console)
+        registered = maintenance.add_repository(full_name, clone_url, default_branch, trust_policy, suite_network,
+                                                suites)
     except (RoofwatchError, OSError) as exc:
         _fail(str(exc))
+    repository = registered.repository
+    console.print(f"registered [bold]{escape(repository.full_name)}[/] → {escape(redact(repository.clone_url))}")
+    if registered.suites is not None:
+        suites_command.say_stored(console, repository.full_name, registered.suites)
 
 
 repo_app.command("set-suites")(suites_command.set_suites_command)
@@ -87,19 +87,15 @@ def token_add(
     label: Annotated[str, typer.Option("--label", help="what the token is for, e.g. the CI job")] = "",
 ) -> None:
     """Make an upload token for REPO and print it once (only its hash is kept)."""
-    from roofwatch.service.core.db import session_scope
     from roofwatch.service.core.errors import RoofwatchError
-    from roofwatch.service.records import upload_tokens
-    from roofwatch.service.records.repositories import find_repository
+    from roofwatch.service.flows import maintenance
 
     prepare_database()
     try:
-        with session_scope() as session:
-            repository = find_repository(session, repo)
-            row, token = upload_tokens.issue(session, repository, label)
-            err.print(f"upload token {row.id} for {escape(repository.full_name)} (shown once; keep it in your CI's secrets):")
+        row, token, repository = maintenance.issue_token(repo, label)
     except RoofwatchError as exc:
         _fail(str(exc))
+    err.print(f"upload token {row.id} for {escape(repository.full_name)} (shown once; keep it in your CI's secrets):")
     # The token alone on stdout, so `TOKEN=$(roofwatch token add --repo R)` works.
     print(token)
 
@@ -107,15 +103,12 @@ def token_add(
 @token_app.command("list")
 def token_list(repo: Annotated[str, typer.Option("--repo", help="registered OWNER/NAME")]) -> None:
     """The upload tokens of REPO (ids, labels, dates; never the tokens)."""
-    from roofwatch.service.core.db import session_scope
     from roofwatch.service.core.errors import RoofwatchError
-    from roofwatch.service.records import upload_tokens
-    from roofwatch.service.records.repositories import find_repository
+    from roofwatch.service.flows import maintenance
 
     prepare_database()
     try:
-        with session_scope() as session:
-            rows = upload_tokens.listed(session, find_repository(session, repo))
+        rows = maintenance.tokens(repo)
     except RoofwatchError as exc:
         _fail(str(exc))
     table = Table("id", "label", "created", "revoked")
@@ -131,15 +124,12 @@ def token_revoke(
     repo: Annotated[str, typer.Option("--repo", help="registered OWNER/NAME")],
 ) -> None:
     """Revoke an upload token: requests with it get 401 from now on."""
-    from roofwatch.service.core.db import session_scope
     from roofwatch.service.core.errors import RoofwatchError
-    from roofwatch.service.records import upload_tokens
-    from roofwatch.service.records.repositories import find_repository
+    from roofwatch.service.flows import maintenance
 
     prepare_database()
     try:
-        with session_scope() as session:
-            revoked = upload_tokens.revoke(session, find_repository(session, repo), token_id)
+        revoked = maintenance.revoke_token(repo, token_id)
     except RoofwatchError as exc:
         _fail(str(exc))
     if not revoked:
@@ -306,16 +296,13 @@ def regressions(
     if format_ not in ("table", "json"):
         _fail(f"--format must be table or json, not {format_!r}")
     from roofwatch.service.analysis.failure_groups import parametrizations_text
-    from roofwatch.service.core.db import session_scope
     from roofwatch.service.core.errors import RoofwatchError
     from roofwatch.service.core.units import bounds_text
-    from roofwatch.service.records.queries import change_rows
-    from roofwatch.service.records.repositories import find_repository
+    from roofwatch.service.flows import maintenance
 
     prepare_database()
     try:
-        with session_scope() as session:
-            rows = change_rows(session, find_repository(session, repo).id if repo is not None else None)
+        rows = maintenance.changes(repo)
     except RoofwatchError as exc:
         _fail(str(exc))
     if format_ == "json":
@@ -349,21 +336,18 @@ def artifacts(
 ) -> None:
     """The Triton kernels compiled for a commit: registers, spills, shared memory, SASS mix and hash per target."""
     from roofwatch.common.errors import RoofwatchError
-    from roofwatch.service.cli.artifacts import artifacts_of, render
-    from roofwatch.service.core.db import session_scope
-    from roofwatch.service.records.compiled_artifacts import public
+    from roofwatch.service.cli.artifacts import render
+    from roofwatch.service.flows import maintenance
 
     prepare_database()
     try:
-        with session_scope() as session:
-            sha, rows = artifacts_of(session, repo, commit)
-            listing = [{"commit": sha, **public(row)} for row in rows]
-            if format_ != "json":
-                render(console, sha, rows)
+        sha, rows = maintenance.artifacts_of(repo, commit)
     except RoofwatchError as exc:
         _fail(str(exc))
     if format_ == "json":
-        sys.stdout.write(json.dumps(listing, indent=2) + "\n")
+        sys.stdout.write(json.dumps(maintenance.artifact_listing(sha, rows), indent=2) + "\n")
+    else:
+        render(console, sha, rows)
 
 
 @app.command()
@@ -392,11 +376,12 @@ def compare(
     accepted), 3 inconclusive at the round cap, 2 bad input or a comparison that could not run.
     """
     from roofwatch.service.cli.compare import CompareRequest, execute, render
+    from roofwatch.service.flows.manual_compare import Asked
 
     prepare_database()
     out = err if format_ == "json" else console
-    code, data = execute(CompareRequest(repo, base, head, min_rounds, max_rounds, wait, suites, suites_from,
-                                        accept_missing), out)
+    asked = Asked(repo, base, head, min_rounds, max_rounds, suites, suites_from)
+    code, data = execute(CompareRequest(asked, wait, accept_missing), out)
     if data is not None:
         if format_ == "json":
             sys.stdout.write(json.dumps(data, indent=2) + "\n")
@@ -476,19 +461,15 @@ def triage(
     """Set a change's triage state."""
     import getpass
 
-    from roofwatch.service.core.db import session_scope
     from roofwatch.service.core.errors import RoofwatchError
-    from roofwatch.service.records.repositories import find_repository
-    from roofwatch.service.records.triage import set_state
+    from roofwatch.service.flows import maintenance
 
     prepare_database()
     try:
-        with session_scope() as session:
-            within = find_repository(session, repo) if repo is not None else None
-            change = set_state(session, change_id, state, note, actor=getpass.getuser(), within=within)
-            console.print(f"change {change.id} is now [bold]{change.state}[/]")
+        change = maintenance.set_triage(change_id, state, note, getpass.getuser(), repo)
     except RoofwatchError as exc:
         _fail(str(exc))
+    console.print(f"change {change.id} is now [bold]{change.state}[/]")
 
 
 app.command("upload")(upload_command.upload)

@@ -19,18 +19,15 @@ from roofwatch.common.device import probe
 from roofwatch.common.redaction import redact
 from roofwatch.common.task_names import queue_name
 from roofwatch.common.vocabulary import PASSING_STATES
-from roofwatch.git.checkout import CommitInfo
 from roofwatch.service.analysis import lifecycle
 from roofwatch.service.cli.consoles import inert, inert_lines
 from roofwatch.service.cli.progress import Purposes, describe
 from roofwatch.service.core.config import get_settings
-from roofwatch.service.core.db import session_scope
 from roofwatch.service.core.errors import RoofwatchError
 from roofwatch.service.core.links import dashboard_url
 from roofwatch.service.flows import manual, run_selection
 from roofwatch.service.flows.detection import analysis_progress
 from roofwatch.service.flows.measure import submit
-from roofwatch.service.records.run_summaries import newest_runs
 from roofwatch.workers import prerequisites
 from roofwatch.workers.activity import Activity, local_activity
 
@@ -90,7 +87,7 @@ def execute(request: RunRequest, console: Console, report: Report | None = None)
     for sha in recorded.skipped:
         console.print(f"[dim]{sha[:12]} already measured on {inert(device.device_class)} (use --force to re-run)[/]")
     if not planned:
-        report(_runs_for(infos, repository.id))  # type: ignore[arg-type]
+        report(manual.newest_runs(repository.id, infos))  # type: ignore[arg-type]
         return 0
 
     mode = "in-process" if settings.embedded else f"queue {queue}"
@@ -135,14 +132,9 @@ def execute(request: RunRequest, console: Console, report: Report | None = None)
     if not settings.embedded and not request.wait:
         console.print(f"enqueued {len(planned)} run(s): " + ", ".join(str(r) for r, _ in planned))
         return 0
-    runs = _runs_for(infos, repository.id)  # type: ignore[arg-type]
+    runs = manual.newest_runs(repository.id, infos)  # type: ignore[arg-type]
     report(runs)
     return 0 if all(r["state"] in PASSING_STATES and r["analysis"] != "failed" for r in runs) else 1
-
-
-def _runs_for(infos: list[CommitInfo], repository_id: int) -> list[dict[str, object]]:
-    with session_scope() as session:
-        return newest_runs(session, repository_id, [(info.sha, info.message) for info in infos])
 
 
 Report = Callable[[list[dict[str, object]]], None]

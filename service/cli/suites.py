@@ -8,18 +8,15 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
-from sqlmodel import Session, select
 
-from roofwatch.service.core.models import Repository
-from roofwatch.service.records.suite_configs import store
+from roofwatch.service.core.models import SuiteConfig
 
 console = Console()
 err = Console(stderr=True)
 
 
-def set_suites(session: Session, repository: Repository, path: Path, out: Console) -> None:
-    config = store(session, repository, path.read_text(encoding="utf-8"), path.name)
-    out.print(f"{escape(repository.full_name)}: suites v{config.version} from {escape(path.name)} stored")
+def say_stored(out: Console, full_name: str, config: SuiteConfig) -> None:
+    out.print(f"{escape(full_name)}: suites v{config.version} from {escape(config.origin)} stored")
 
 
 def set_suites_command(
@@ -29,15 +26,12 @@ def set_suites_command(
     """Keep (a new version of) the repository's suites in roofwatch; every version is kept."""
     from roofwatch.common.errors import RoofwatchError
     from roofwatch.service.cli.database import prepare_database
-    from roofwatch.service.core.db import session_scope
+    from roofwatch.service.flows import maintenance
 
     prepare_database()
     try:
-        with session_scope() as session:
-            repository = session.exec(select(Repository).where(Repository.full_name == full_name)).first()
-            if repository is None:
-                raise RoofwatchError(f"{full_name!r} is not registered (`roofwatch repo add` first)")
-            set_suites(session, repository, file, console)
+        config = maintenance.set_suites(full_name, file)
     except (RoofwatchError, OSError) as exc:
         err.print(f"[bold red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2) from exc
+    say_stored(console, full_name, config)

@@ -28,6 +28,7 @@ from roofwatch.service.core.db import session_scope
 from roofwatch.service.core.keys import branch_run_key, manual_run_key, next_attempt, run_key_prefix
 from roofwatch.service.core.models import Commit, Repository, Run
 from roofwatch.service.flows.measure import job_for
+from roofwatch.service.records import run_summaries
 from roofwatch.service.records.runs import create_run, earlier_runs, measured_on, upsert_commit
 
 NO_BRANCH = "(no branch)"  # a commit off the default branch that no branch or tag holds
@@ -115,3 +116,9 @@ def job(run_id: int, repository: Repository, settings: Settings, one_off: dict[s
         assert queued is not None
         commit = session.exec(select(Commit).where(Commit.id == queued.commit_id)).one()
         return replace(job_for(queued, repository, commit, settings), **one_off), commit
+
+
+def newest_runs(repository_id: int, infos: Sequence[CommitInfo]) -> list[dict[str, object]]:
+    """The newest run of each commit, with the counts ``roofwatch run``'s summary prints."""
+    with session_scope() as session:
+        return run_summaries.newest_runs(session, repository_id, [(info.sha, info.message) for info in infos])

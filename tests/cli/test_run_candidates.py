@@ -8,9 +8,10 @@ from pathlib import Path
 from rich.console import Console
 
 from roofwatch.git.checkout import CommitInfo
-from roofwatch.service.cli.run import _runs_for, _summary
+from roofwatch.service.cli.run import _summary
 from roofwatch.service.core.db import migrate, session_scope
 from roofwatch.service.core.models import Benchmark, Change, Commit, Device, Repository, Run
+from roofwatch.service.flows import manual
 
 GOOD, BAD = "a" * 40, "b" * 40
 
@@ -52,7 +53,7 @@ def test_an_unconfirmed_step_is_a_candidate_and_names_no_direction(roofwatch_env
     repository_id, infos = _history({"test_waiting": ("perf-regression", "confirming"),
                                      "test_rejected": ("perf-improvement", "rejected"),
                                      "test_confirmed": ("perf-regression", "confirmed")})
-    rows = _runs_for(infos, repository_id)
+    rows = manual.newest_runs(repository_id, infos)
     assert rows[0]["changes"] == [] and rows[0]["candidates"] == []
     assert rows[1]["changes"] == ["perf-regression"]  # the confirmed one only
     candidates = {c["benchmark"]: c for c in rows[1]["candidates"]}  # type: ignore[attr-defined]
