@@ -15,6 +15,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
 from roofwatch.common.redaction import redact, redact_json
+from roofwatch.common.vocabulary import RunState, Trigger
 
 Redacted = Annotated[str, AfterValidator(redact)]
 RedactedJson = Annotated[dict[str, Any], AfterValidator(redact_json)]
@@ -39,13 +40,13 @@ class RunPublic(Public):
     id: int | None
     repository_id: int
     commit_id: int
-    trigger: str
+    trigger: Trigger
     pr_number: int | None
     base_sha: str | None
     # "" for a run of the default branch; else the branch of a commit off it (kept off its history).
     branch: str
     device_id: int | None
-    state: str
+    state: RunState
     idempotency_key: str
     log_excerpt: Redacted
     error: Redacted
@@ -144,7 +145,7 @@ class ComparisonPublic(Public):
     device_id: int | None
     purpose: str
     run_id: int | None
-    state: str
+    state: RunState
     verdict: str
     rounds: int
     idempotency_key: str

@@ -43,7 +43,7 @@ def record(comparison_id: int, rounds_done: int, open_keys: list[str], round_s: 
         # waits for (PostgreSQL) or holds off (SQLite's single writer) the verdict's transaction.
         claimed = session.connection().execute(update(Comparison).where(
             col(Comparison.id) == comparison_id, col(Comparison.finished_at).is_(None),
-            col(Comparison.state) != "cancelled").values(state=RunState.RUNNING, rounds=rounds_done))
+            col(Comparison.state) != RunState.CANCELLED).values(state=RunState.RUNNING, rounds=rounds_done))
         comparison = session.get(Comparison, comparison_id) if claimed.rowcount else None
         if comparison is None:
             return

@@ -32,7 +32,7 @@ from roofwatch.service.records.runs import upsert_commit
 
 log = logging.getLogger(__name__)
 
-RUN_STATE_OF_COMPARISON = {"succeeded": "succeeded", "failed": "failed", "errored": "errored"}
+RUN_STATE_OF_COMPARISON: dict[str, str] = {state: state for state in (RunState.SUCCEEDED, RunState.FAILED, RunState.ERRORED)}
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ def finish(comparison_id: int) -> None:
         if run.state == RunState.CANCELLED:
             log.info("run %s was cancelled; its verdict is not posted", run.id)
             return
-        run.state = RUN_STATE_OF_COMPARISON.get(comparison.state, "errored")
+        run.state = RUN_STATE_OF_COMPARISON.get(comparison.state, RunState.ERRORED)
         run.error, run.device_id = comparison.error, comparison.device_id
         run.suites_source = comparison.details.get("suites_source", "")
         run.started_at = run.started_at or comparison.created_at

@@ -117,7 +117,7 @@ def ingest_ab(session: Session, envelope: ABEnvelope) -> Comparison:
     elif envelope.status == "errored":
         comparison.state, comparison.verdict = RunState.ERRORED, "errored"
     else:
-        comparison.state = "succeeded" if envelope.status == "succeeded" else "failed"
+        comparison.state = RunState.SUCCEEDED if envelope.status == RunState.SUCCEEDED else RunState.FAILED
         comparison.details["perf_verdict"] = abtest.overall([_as_verdict(r) for r in verdicts])
         acceptances.settle(session, comparison)
     comparison.finished_at = utcnow()
