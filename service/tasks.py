@@ -22,7 +22,7 @@ from roofwatch.service.flows import comparison_progress as comparison_progress_f
 from roofwatch.service.flows import github_events, main_branch, nightly, run_lifecycle
 from roofwatch.service.flows import pull_request as pull_requests
 from roofwatch.service.flows import push as pushes
-from roofwatch.service.github import outbox
+from roofwatch.service.github import outbox, payloads
 
 log = logging.getLogger(__name__)
 
@@ -85,8 +85,9 @@ def report_run(run_id: int) -> None:
 
 @app.task(name=str(TaskName.HANDLE_GITHUB_EVENT), **RETRY)
 def handle_github_event(event: str, delivery_id: str, payload: dict[str, Any]) -> str:
-    """Act on an accepted webhook delivery; what happened is kept on the delivery's record."""
-    return github_events.handle_delivery(event, delivery_id, payload)
+    """Act on an accepted webhook delivery (the event as the webhook validated it, ``payloads.for_queue``);
+    what happened is kept on the delivery's record."""
+    return github_events.handle_delivery(delivery_id, payloads.from_queue(event, payload))
 
 
 @app.task(name=str(TaskName.DELIVER_REPORT), **RETRY)

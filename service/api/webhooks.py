@@ -168,7 +168,7 @@ def _accept(event: str, delivery_id: str, data: dict[str, Any]) -> JSONResponse:
         decision = events.route(session, event, payload, settings) if payload is not None else \
             events.Decision(False, f"event {event!r} is not one roofwatch acts on")
         record = WebhookDelivery(delivery_id=delivery_id, event=event, action=action,
-                                 repository=events.repository_name(event, payload) if payload else "",
+                                 repository=events.repository_name(payload) if payload else "",
                                  outcome="accepted" if decision.accepted else "ignored", detail=decision.detail)
         session.add(record)
         try:
@@ -179,8 +179,9 @@ def _accept(event: str, delivery_id: str, data: dict[str, Any]) -> JSONResponse:
         outcome = record.outcome
     # Committed above: the task looks the record up to write what became of the delivery.
     if decision.accepted:
+        assert payload is not None  # only a validated event is ever accepted
         try:
-            _enqueue(event, delivery_id, data)
+            _enqueue(event, delivery_id, payloads.for_queue(payload))
         except Exception as exc:
             _forget(delivery_id)
             raise HTTPException(503, f"cannot queue the work now ({type(exc).__name__}); redeliver later") from exc

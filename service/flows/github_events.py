@@ -3,7 +3,8 @@
 ``route`` runs inside the request, on the validated payload and the registered repository:
 it decides — quickly, without git or GitHub calls — whether the delivery starts work and
 records installations. ``handle`` runs afterwards (on the measuring lane when embedded, on
-the ``cpu`` queue otherwise): it fetches, checks trust, creates runs and reports on GitHub.
+the ``cpu`` queue otherwise), on the event as ``route`` saw it (``payloads.for_queue``: it is
+not validated again): it fetches, checks trust, creates runs and reports on GitHub.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from roofwatch.service.github import reporting, trust
 from roofwatch.service.github.client import GitHubClient
 from roofwatch.service.github.payloads import (
     EVENT_MODELS,
+    Event,
     InstallationEvent,
     IssueCommentEvent,
     PingEvent,
@@ -51,7 +53,7 @@ class Decision:
     detail: str
 
 
-def repository_name(event: str, payload: Any) -> str:
+def repository_name(payload: Any) -> str:
     repository = getattr(payload, "repository", None)
     return repository.full_name if repository is not None else ""
 
@@ -66,7 +68,7 @@ def route(session: Session, event: str, payload: Any, settings: Settings) -> Dec
         return Decision(False, _installation(session, payload))
     if event not in EVENT_MODELS:
         return Decision(False, f"event {event!r} is not one roofwatch acts on")
-    name = repository_name(event, payload)
+    name = repository_name(payload)
     repository = session.exec(select(Repository).where(Repository.full_name == name)).first()
     if repository is None:
         return Decision(False, f"repository {name} is not registered "
@@ -144,7 +146,7 @@ def _installation(session: Session, event: InstallationEvent) -> str:
 # -- background work ---------------------------------------------------------------------------
 
 
-def handle_delivery(event: str, delivery_id: str, data: dict[str, Any]) -> str:
+def handle_delivery(delivery_id: str, payload: Event) -> str:
     """Act on an accepted delivery; what happened is kept on the delivery's record.
 
     A failure is recorded too, a bug's included (which then raises on, with its traceback), so
@@ -152,7 +154,7 @@ def handle_delivery(event: str, delivery_id: str, data: dict[str, Any]) -> str:
     to the task's retries.
     """
     try:
-        detail = handle(event, data)
+        detail = handle(payload)
     except (pull_requests.PullRequestError, RoofwatchError) as exc:
         log.warning("delivery %s: %s", delivery_id, exc)
         _record_outcome(delivery_id, "failed", str(exc))
@@ -177,12 +179,12 @@ def _record_outcome(delivery_id: str, outcome: str, detail: str) -> None:
         session.add(record)
 
 
-def handle(event: str, data: dict[str, Any]) -> str:
-    """Do what an accepted delivery asks for; returns what happened, for the delivery record."""
-    payload = EVENT_MODELS[event].model_validate(data)
+def handle(payload: Event) -> str:
+    """Do what an accepted delivery asks for (validated when it arrived: it is not checked again);
+    returns what happened, for the delivery record."""
     with session_scope() as session:
         # Read once: every step below is given this reference, none reads the row again.
-        repository = reference(session, repository_name(event, payload))
+        repository = reference(session, repository_name(payload))
     registered_default = repository.default_branch
     if isinstance(payload, PushEvent):
         branch = payload.ref.removeprefix("refs/heads/")

@@ -177,7 +177,7 @@ def test_a_background_failure_records_the_outcome(client: TestClient, shared_cor
     """A bug in handling an accepted delivery leaves 'failed' with a reason, not 'accepted' forever."""
     from roofwatch.service.flows import github_events
 
-    def broken(event: str, data: dict[str, Any]) -> str:
+    def broken(payload: object) -> str:
         raise OverflowError("Python int too large to convert to SQLite INTEGER")
 
     monkeypatch.setattr(github_events, "handle", broken)
