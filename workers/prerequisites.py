@@ -13,6 +13,7 @@ import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
 
+from roofwatch.common.device import NvmlUnavailable, nvml_session
 from roofwatch.common.errors import SandboxUnavailable
 from roofwatch.common.settings import WorkerSettings
 from roofwatch.workers import bubblewrap
@@ -51,20 +52,11 @@ def sandbox(settings: WorkerSettings) -> Prerequisite:
 
 def nvml() -> Prerequisite:
     try:
-        import pynvml  # nvidia-ml-py
-    except ImportError:
-        return Prerequisite("NVML", False, "nvidia-ml-py is not installed (no GPU clocks, temperatures or device names)",
-                            "pip install nvidia-ml-py")
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError as exc:
-        return Prerequisite("NVML", False, f"no NVIDIA driver answered: {exc}",
-                            "install the NVIDIA driver (nvidia-smi must work)")
-    try:
-        count = pynvml.nvmlDeviceGetCount()
-        driver = pynvml.nvmlSystemGetDriverVersion()
-    finally:
-        pynvml.nvmlShutdown()
+        with nvml_session() as session:
+            count = session.nvmlDeviceGetCount()
+            driver = session.nvmlSystemGetDriverVersion()
+    except NvmlUnavailable as exc:
+        return Prerequisite("NVML", False, str(exc), exc.remedy)
     return Prerequisite("NVML", True, f"driver {driver!s}, {count} GPU(s)")
 
 

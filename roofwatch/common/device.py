@@ -10,8 +10,11 @@ import hashlib
 import platform
 import re
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from roofwatch.common.envelope import DeviceInfo
 
@@ -45,34 +48,59 @@ def fingerprint(info: DeviceInfo) -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]
 
 
-def _probe_nvidia(index: int) -> DeviceInfo | None:
+class NvmlUnavailable(Exception):
+    """NVML cannot be asked here: the message says why, ``remedy`` the one step that fixes it."""
+
+    def __init__(self, reason: str, remedy: str) -> None:
+        super().__init__(reason)
+        self.remedy = remedy
+
+
+@contextmanager
+def nvml_session() -> Iterator[Any]:
+    """The ``pynvml`` module, initialised for the block and shut down after it, however it ends.
+
+    The one way the worker side opens NVML (this probe, ``roofwatch doctor``'s check); the
+    harness's timer keeps its own, open for the timer's life, as the harness imports nothing of
+    the ground floor.
+    """
     try:
         import pynvml  # nvidia-ml-py
     except ImportError:
-        return None
+        raise NvmlUnavailable("nvidia-ml-py is not installed (no GPU clocks, temperatures or device names)",
+                              "pip install nvidia-ml-py") from None
     try:
         pynvml.nvmlInit()
-    except pynvml.NVMLError:
-        return None
+    except pynvml.NVMLError as exc:
+        raise NvmlUnavailable(f"no NVIDIA driver answered: {exc}",
+                              "install the NVIDIA driver (nvidia-smi must work)") from None
     try:
-        if index >= pynvml.nvmlDeviceGetCount():
-            return None
-        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-        cuda = pynvml.nvmlSystemGetCudaDriverVersion_v2()
-        info = DeviceInfo(
-            device_class=_text(pynvml.nvmlDeviceGetName(handle)),
-            fingerprint="",
-            uuid=_text(pynvml.nvmlDeviceGetUUID(handle)),
-            driver=_text(pynvml.nvmlSystemGetDriverVersion()),
-            cuda=f"{cuda // 1000}.{cuda % 1000 // 10}",
-            sm_clock_mhz=float(pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)),
-            power_limit_w=pynvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000.0,
-        )
-    except pynvml.NVMLError:
-        return None
+        yield pynvml
     finally:
         pynvml.nvmlShutdown()
-    return info
+
+
+def _probe_nvidia(index: int) -> DeviceInfo | None:
+    try:
+        with nvml_session() as nvml:
+            try:
+                if index >= nvml.nvmlDeviceGetCount():
+                    return None
+                handle = nvml.nvmlDeviceGetHandleByIndex(index)
+                cuda = nvml.nvmlSystemGetCudaDriverVersion_v2()
+                return DeviceInfo(
+                    device_class=_text(nvml.nvmlDeviceGetName(handle)),
+                    fingerprint="",
+                    uuid=_text(nvml.nvmlDeviceGetUUID(handle)),
+                    driver=_text(nvml.nvmlSystemGetDriverVersion()),
+                    cuda=f"{cuda // 1000}.{cuda % 1000 // 10}",
+                    sm_clock_mhz=float(nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM)),
+                    power_limit_w=nvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000.0,
+                )
+            except nvml.NVMLError:  # a query this driver or device does not answer
+                return None
+    except NvmlUnavailable:
+        return None
 
 
 def _text(value: str | bytes) -> str:
