@@ -1,4 +1,5 @@
-"""The one seam between the service and Celery: "measure this", "A/B these", then call back.
+"""The measuring chains: "measure this", "A/B these", then call back — composed here, sent through
+``core/task_queue.py`` (the service's one way onto the queue).
 
 Flows never import a task module; they name tasks by their stable names (the names workers and
 brokers know them by), and ``roofwatch.service.tasks`` — which imports the flows — implements the
