@@ -13,8 +13,8 @@ import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
 
-from roofwatch.common.device import NvmlUnavailable, nvml_session
-from roofwatch.common.errors import SandboxUnavailable
+from roofwatch.common.device import nvml_session
+from roofwatch.common.errors import NvmlUnavailable, SandboxUnavailable
 from roofwatch.common.settings import WorkerSettings
 from roofwatch.workers import bubblewrap
 

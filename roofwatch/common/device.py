@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from roofwatch.common.envelope import DeviceInfo
+from roofwatch.common.errors import NvmlUnavailable
 
 
 def _version(package: str) -> str:
@@ -46,14 +47,6 @@ def fingerprint(info: DeviceInfo) -> str:
         f"{info.sm_clock_mhz or ''}", f"{info.power_limit_w or ''}",
     ]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]
-
-
-class NvmlUnavailable(Exception):
-    """NVML cannot be asked here: the message says why, ``remedy`` the one step that fixes it."""
-
-    def __init__(self, reason: str, remedy: str) -> None:
-        super().__init__(reason)
-        self.remedy = remedy
 
 
 @contextmanager

@@ -47,3 +47,11 @@ class CalibrationError(RoofwatchError):
 
 class SandboxUnavailable(RoofwatchError, RuntimeError):
     """bubblewrap is missing or cannot create namespaces here; untrusted code must not run."""
+
+
+class NvmlUnavailable(RoofwatchError):
+    """NVML cannot be asked here: the message says why, ``remedy`` the one step that fixes it."""
+
+    def __init__(self, reason: str, remedy: str) -> None:
+        super().__init__(reason)
+        self.remedy = remedy

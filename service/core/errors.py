@@ -9,6 +9,7 @@
      ├── UnsafePath                   a commit's path leaves its worktree, is a link, no file, or too large
      ├── CalibrationError             the device's peaks could not be measured
      ├── SandboxUnavailable           bubblewrap is missing or cannot confine a suite on this host
+     ├── NvmlUnavailable              NVML cannot be asked (no nvidia-ml-py, no driver); ``remedy`` says what to do
      ├── UnknownRepository            a repository nobody registered, or a name that is not OWNER/NAME
      ├── IngestError                  an envelope that cannot be stored (unknown run, foreign version)
      ├── TriageError                  an unknown change or triage state
@@ -30,6 +31,7 @@ from __future__ import annotations
 from roofwatch.common.errors import (
     CalibrationError,
     CheckoutError,
+    NvmlUnavailable,
     RemoteUnreachable,
     ResultFileError,
     RoofwatchError,
@@ -45,7 +47,7 @@ __all__ = [
     "CalibrationError", "CheckoutError", "CsvHistoryError", "GitHubError", "IngestError", "PayloadError", "PullRequestError",
     "RemoteUnreachable", "ResultFileError", "RetryableGitHubError", "RoofwatchError", "SandboxUnavailable", "SuiteConfigError",
     "TriageError", "UnknownRepository", "UnknownRevision", "UnsafePath", "UploadError", "UploadFormatError",
-    "ArtifactLookupError", "DemoError",
+    "ArtifactLookupError", "DemoError", "NvmlUnavailable",
 ]
 
 

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from roofwatch.common import device
-from roofwatch.common.device import NvmlUnavailable, nvml_session
+from roofwatch.common.device import nvml_session
+from roofwatch.common.errors import NvmlUnavailable
 from roofwatch.workers import prerequisites
 
 
