@@ -18,6 +18,7 @@ from roofwatch.ab.abtest import CONFIDENCE
 from roofwatch.dashboard.distribution_chart import distribution_figure
 from roofwatch.dashboard.pr_comment import CommentRenderer, comment_html
 from roofwatch.dashboard.rendering import TEMPLATES, chart_json
+from roofwatch.service.core.comparison_details import details_of
 from roofwatch.service.core.links import compare_url
 from roofwatch.service.core.models import ROW_ID_MAX, Benchmark, Commit, Comparison, ComparisonResult, Repository, Run
 from roofwatch.service.core.reports import ComparisonReport
@@ -71,7 +72,8 @@ def _pr_comment(request: Request, comparison: Comparison, repository: Repository
     render: CommentRenderer | None = getattr(request.app.state, "render_pr_comment", None)
     if render is None:
         return ""
-    base_ref = (comparison.details.get("pull_request", {}).get("base_ref") or comparison.details.get("base_ref")
+    details = details_of(comparison)
+    base_ref = (details.get("pull_request", {}).get("base_ref") or details.get("base_ref")
                 or repository.default_branch)
     return render(report, repository.full_name, (run.pr_number if run else None) or 0, base_ref,
                   compare_url(comparison.id))  # type: ignore[arg-type]

@@ -109,3 +109,87 @@ class ComparisonReport(TypedDict, total=False):
     new_on_head: list[NamedBenchmark]
     missing_policy: str  # failure | neutral: the check's conclusion while one is missing and not accepted
     environment_changes: dict[str, list[str]]  # suite → how the head's own environment differs from the base's
+
+
+# --- what a comparison's ``details`` column holds --------------------------------------------------
+
+
+class PullRequestRef(TypedDict, total=False):
+    number: int | None
+    base_ref: str
+    title: str
+
+
+class Progress(TypedDict, total=False):
+    """An A/B under way, after its latest round (``flows/comparison_progress``)."""
+
+    round: int
+    open_count: int
+    open: list[str]  # the first ``OPEN_SHOWN`` still open, by key
+    round_s: float
+    eta_s: float
+    updated_at: str
+
+
+class Judgement(TypedDict):
+    """What judged a comparison and where every benchmark of the base went (``records.comparisons``)."""
+
+    judged_by: str
+    missing_policy: str
+    settings_changes: list[SettingChangeRow]
+    missing_on_head: list[MissingBenchmark]
+    new_on_head: list[NamedBenchmark]
+    renamed: list[dict[str, Any]]  # {from: NamedBenchmark, to: NamedBenchmark, pending}
+
+
+class Environments(TypedDict, total=False):
+    """Each side's own environment per suite, and how the head's differs (absent: none declared)."""
+
+    environments: dict[str, dict[str, Any]]
+    environment_changes: dict[str, list[str]]
+
+
+class ComparisonDetails(TypedDict, total=False):
+    """Everything a comparison keeps beside its columns (``Comparison.details``, JSON), by who writes it.
+
+    Read it with ``details_of`` and extend it with ``add_details`` (``core/comparison_details.py``), so
+    the type checker knows every key and its type; the column itself stays plain JSON.
+    """
+
+    # When it is made: flows/ab.prepare and the flow that asked (pull request, compare, upload).
+    pull_request: PullRequestRef
+    base_ref: str  # the revision `roofwatch compare` was given as the base
+    task_id: str  # the A/B chain's Celery task id, to revoke when a newer head supersedes it
+    max_rounds: int | None
+    uploaded: bool  # judged from a team's uploaded result files, not measured here
+    # While it runs: flows/comparison_progress.
+    progress: Progress
+    # From its rounds: records/comparisons.store_ab (an upload's: flows/upload).
+    new_failures: list[NewFailure]
+    fixed: list[Any]
+    mde_pct: float | None
+    min_effect_pct: float | None
+    budget_s: float | None
+    spent_s: float
+    confidence: float
+    adjusted_confidence: dict[str, float]  # suite::name → the higher level a change was decided at
+    stop_reason: str
+    compiled: dict[str, Any]
+    suites_source: str
+    judged_by: str
+    missing_policy: str
+    settings_changes: list[SettingChangeRow]
+    missing_on_head: list[MissingBenchmark]
+    new_on_head: list[NamedBenchmark]
+    renamed: list[dict[str, Any]]
+    rounds_run: list[dict[str, Any]]
+    left_open: list[str]
+    environments: dict[str, dict[str, Any]]
+    environment_changes: dict[str, list[str]]
+    perf_verdict: str
+    accepted_missing: list[dict[str, Any]]  # {benchmark: suite::name, by, at, via}
+    # What a confirmation did with it: flows/confirmation.
+    applied: bool
+    changes: list[int]
+    environment_shift: float | None
+    inconclusive: bool

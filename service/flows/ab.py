@@ -9,21 +9,22 @@ that session is committed.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from celery.result import AsyncResult
 from sqlmodel import Session
 
 from roofwatch.common.jobs import ABJob
 from roofwatch.common.task_names import TaskName, queue_name
+from roofwatch.service.core.comparison_details import add_details
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.models import Commit, Comparison, Repository
+from roofwatch.service.core.reports import ComparisonDetails
 from roofwatch.service.flows import dispatch
 from roofwatch.service.records.comparisons import ab_job_for, create_comparison
 
 
 def prepare(session: Session, repository: Repository, base: Commit, head: Commit, key: str, *, purpose: str,
-            run_id: int | None = None, details: dict[str, Any] | None = None, max_rounds: int | None = None,
+            run_id: int | None = None, details: ComparisonDetails | None = None, max_rounds: int | None = None,
             min_rounds: int | None = None, only: tuple[str, ...] = ()) -> tuple[Comparison, ABJob]:
     """The comparison of ``base`` and ``head`` under idempotency ``key``, and the job that measures it.
 
@@ -34,7 +35,7 @@ def prepare(session: Session, repository: Repository, base: Commit, head: Commit
     settings = get_settings()
     comparison = create_comparison(session, repository, base, head, key, purpose=purpose, run_id=run_id)
     if details:
-        comparison.details = {**comparison.details, **details}
+        add_details(comparison, **details)
         session.add(comparison)
     job = ab_job_for(comparison, repository, base, head, str(settings.data_dir), settings.suite_timeout,
                      settings.output_limit, max_rounds or settings.ab_max_rounds, min_rounds or settings.ab_min_rounds,
@@ -42,7 +43,7 @@ def prepare(session: Session, repository: Repository, base: Commit, head: Commit
     # Rounds someone asked for are run as asked (the worker keeps them over the repository's own
     # ab_min_rounds/ab_max_rounds, and measures up to an asked-for cap): see ABJob.
     job = replace(job, min_rounds_asked=min_rounds is not None, max_rounds_asked=max_rounds is not None)
-    comparison.details = {**comparison.details, "max_rounds": job.max_rounds}
+    add_details(comparison, max_rounds=job.max_rounds)
     session.add(comparison)
     return comparison, job
 

@@ -14,6 +14,7 @@ from sqlalchemy import update
 from sqlmodel import Session, col
 
 from roofwatch.common.vocabulary import RunState, Trigger
+from roofwatch.service.core.comparison_details import add_details, details_of
 from roofwatch.service.core.db import session_scope
 from roofwatch.service.core.links import compare_url
 from roofwatch.service.core.models import Commit, Comparison, Repository, Run, utcnow
@@ -30,8 +31,7 @@ def started(comparison_id: int) -> None:
         if comparison is None or comparison.finished_at is not None or comparison.state != RunState.QUEUED:
             return  # finished, cancelled, or a later notice came first
         comparison.state = RunState.RUNNING
-        comparison.details = {**comparison.details, "progress": {
-            "round": 0, "updated_at": utcnow().isoformat(timespec="seconds")}}
+        add_details(comparison, progress={"round": 0, "updated_at": utcnow().isoformat(timespec="seconds")})
         session.add(comparison)
 
 
@@ -47,9 +47,9 @@ def record(comparison_id: int, rounds_done: int, open_keys: list[str], round_s: 
         comparison = session.get(Comparison, comparison_id) if claimed.rowcount else None
         if comparison is None:
             return
-        comparison.details = {**comparison.details, "progress": {
+        add_details(comparison, progress={
             "round": rounds_done, "open_count": len(open_keys), "open": sorted(open_keys)[:OPEN_SHOWN],
-            "round_s": round_s, "eta_s": eta_s, "updated_at": utcnow().isoformat(timespec="seconds")}}
+            "round_s": round_s, "eta_s": eta_s, "updated_at": utcnow().isoformat(timespec="seconds")})
         session.add(comparison)
         report_ids = _show_on_pull_request(session, comparison, rounds_done, len(open_keys), eta_s)
     reporting.send(report_ids)
@@ -72,5 +72,5 @@ def _show_on_pull_request(session: Session, comparison: Comparison, rounds_done:
     repository = session.get(Repository, comparison.repository_id)
     head = session.get(Commit, comparison.head_commit_id)
     assert repository is not None and head is not None
-    text = describe(rounds_done, comparison.details.get("max_rounds"), open_count, eta_s)
+    text = describe(rounds_done, details_of(comparison).get("max_rounds"), open_count, eta_s)
     return reporting.show_phase(session, repository, head.sha, "running", text, compare_url(comparison.id))  # type: ignore[arg-type]

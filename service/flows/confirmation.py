@@ -22,6 +22,7 @@ from sqlmodel import Session, col, select
 
 from roofwatch.common.vocabulary import OPEN_STATES, UNDECIDED_STATES, ChangeKind, TriageState
 from roofwatch.service.analysis import environment, lifecycle
+from roofwatch.service.core.comparison_details import add_details, details_of
 from roofwatch.service.core.keys import comparison_key, comparison_key_prefix, starts_with
 from roofwatch.service.core.models import Benchmark, Change, Commit, Comparison, ComparisonResult, Device, Repository
 from roofwatch.service.flows import compiled_changes
@@ -55,7 +56,7 @@ def _attempts(session: Session, repository: Repository, device: Device, good: st
 def _measure_again(comparison: Comparison) -> bool:
     """The A/B told nothing about (some of) the code: the machine moved, it errored, or a waiting
     candidate's benchmark came out inconclusive (too few rounds measured it, or no verdict either way)."""
-    return (bool(comparison.details.get("environment_shift")) or bool(comparison.details.get("inconclusive"))
+    return (bool(details_of(comparison).get("environment_shift")) or bool(details_of(comparison).get("inconclusive"))
             or comparison.state in UNDECIDED_STATES)
 
 
@@ -107,7 +108,7 @@ def apply(session: Session, comparison_id: int) -> list[int]:
     comparison = session.get(Comparison, comparison_id)
     if comparison is None or comparison.purpose != PURPOSE or comparison.finished_at is None:
         return []
-    if comparison.details.get("applied"):
+    if details_of(comparison).get("applied"):
         return []
     if comparison.state in UNDECIDED_STATES:
         return []  # measured again (``pending``) up to MAX_ATTEMPTS; the candidates wait
@@ -127,7 +128,7 @@ def apply(session: Session, comparison_id: int) -> list[int]:
     final = device is None or len(attempts) >= MAX_ATTEMPTS
     confirmed = _decide(session, comparison, waiting, final=final)
     confirmed += _spillover(session, comparison, good, bad, results)
-    comparison.details = {**comparison.details, "applied": True, "changes": confirmed}
+    add_details(comparison, applied=True, changes=confirmed)
     session.add(comparison)
     return confirmed
 
@@ -147,18 +148,18 @@ def _environment_shift(session: Session, comparison: Comparison, device: Device,
     if factor is None:
         return False
     earlier = [c for c in attempts if c.id != comparison.id]
-    previous = earlier[-1].details.get("environment_shift") if earlier else None
+    previous = details_of(earlier[-1]).get("environment_shift") if earlier else None
     if previous and abs(math.log(factor) - math.log(previous)) <= SAME_FACTOR * abs(math.log(previous)):
         return False  # the same shift twice in fresh processes: the code did it
     device.environment_shifts += 1
-    comparison.details = {**comparison.details, "environment_shift": factor}
+    add_details(comparison, environment_shift=factor)
     session.add_all([device, comparison])
     if len(earlier) + 1 >= MAX_ATTEMPTS:
         for change in waiting:
             change.phase = lifecycle.REJECTED
             change.details = {**change.details, "rejected": "the machine moved every benchmark in every A/B"}
             session.add(change)
-        comparison.details = {**comparison.details, "applied": True, "changes": []}
+        add_details(comparison, applied=True, changes=[])
     return True
 
 
@@ -175,7 +176,7 @@ def _decide(session: Session, comparison: Comparison, waiting: list[Change], *, 
         result = by_benchmark.get(change.benchmark_id)  # type: ignore[arg-type]
         expected = "regression" if change.kind == ChangeKind.PERF_REGRESSION else "improvement"
         if result is not None and result.direction == "inconclusive" and not final:
-            comparison.details = {**comparison.details, "inconclusive": True}
+            add_details(comparison, inconclusive=True)
             session.add(comparison)
             continue
         if result is None or result.direction != expected:
@@ -210,9 +211,10 @@ def _confirm(session: Session, change: Change, comparison: Comparison, result: C
     change.first_bad_commit_id = comparison.head_commit_id
     change.change_pct, change.ci_low, change.ci_high = result.change_pct, result.ci_low, result.ci_high
     change.p_value = result.q_value
-    moved = comparison.details.get("environment_changes", {}).get(benchmark.suite if benchmark else "", [])
+    details = details_of(comparison)
+    moved = details.get("environment_changes", {}).get(benchmark.suite if benchmark else "", [])
     key = f"{benchmark.suite}::{benchmark.name}" if benchmark else ""
-    level = (comparison.details.get("adjusted_confidence") or {}).get(key, comparison.details.get("confidence"))
+    level = (details.get("adjusted_confidence") or {}).get(key, details.get("confidence"))
     change.details = {**change.details, "before": result.base_median, "after": result.head_median,
                       **({"confidence": level} if level is not None else {}),  # of ci_low..ci_high
                       "comparison_id": comparison.id, "threshold_pct": result.threshold_pct,

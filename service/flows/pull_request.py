@@ -18,6 +18,7 @@ from roofwatch.common.device import probe
 from roofwatch.common.task_names import TaskName
 from roofwatch.common.vocabulary import ACTIVE_STATES, RunState, Trigger
 from roofwatch.git import checkout
+from roofwatch.service.core.comparison_details import add_details, details_of
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.db import session_scope
 from roofwatch.service.core.errors import CheckoutError, PullRequestError
@@ -89,8 +90,7 @@ def start(head: PullRequestHead) -> int | None:
         comparison, job = ab.prepare(session, repository, base, head_commit, key, purpose="pull_request",
                                      run_id=run.id, details={"pull_request": {
                                          "number": head.number, "base_ref": head.base_ref, "title": head.title}})
-        comparison.details = {**comparison.details,
-                              "task_id": dispatch.task_id_for_comparison(comparison.id)}  # type: ignore[arg-type]
+        add_details(comparison, task_id=dispatch.task_id_for_comparison(comparison.id))  # type: ignore[arg-type]
         session.add(comparison)
         report_ids += reporting.show_phase(
             session, repository, head.head_sha, "queued",
@@ -118,7 +118,7 @@ def finish(comparison_id: int) -> None:
             return
         run.state = RUN_STATE_OF_COMPARISON.get(comparison.state, RunState.ERRORED)
         run.error, run.device_id = comparison.error, comparison.device_id
-        run.suites_source = comparison.details.get("suites_source", "")
+        run.suites_source = details_of(comparison).get("suites_source", "")
         run.started_at = run.started_at or comparison.created_at
         run.finished_at = utcnow()
         session.add(run)
@@ -126,7 +126,7 @@ def finish(comparison_id: int) -> None:
         assert head is not None
         report = comparison_report(session, comparison_id)
         summary = summarize(report)
-        pr = comparison.details.get("pull_request", {})
+        pr = details_of(comparison).get("pull_request", {})
         context = ReportContext(repository=repository.full_name, pr_number=run.pr_number or 0,
                                 base_ref=pr.get("base_ref", repository.default_branch),
                                 dashboard_url=compare_url(comparison_id))

@@ -33,6 +33,7 @@ from roofwatch.git import checkout
 from roofwatch.result_files.uploads import ParsedResults, UploadFormatError, read_results
 from roofwatch.service.analysis import compare, lifecycle, single_runs
 from roofwatch.service.core import keys
+from roofwatch.service.core.comparison_details import add_details
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.errors import UnknownRepository, UnknownRevision, UploadError
 from roofwatch.service.core.models import (
@@ -46,6 +47,7 @@ from roofwatch.service.core.models import (
     Run,
     utcnow,
 )
+from roofwatch.service.core.reports import MissingBenchmark, NamedBenchmark
 from roofwatch.service.flows.detection import analyze_run
 from roofwatch.service.records import acceptances, comparisons
 from roofwatch.service.records.ingest import ingest_envelope, upsert_benchmark, upsert_device
@@ -215,7 +217,7 @@ def _compare_with_base(session: Session, repository: Repository, run: Run, base_
     session.flush()
     compared: list[tuple[Benchmark, Measurement, float, compare.Verdict, float | None]] = []
     reported: set[int] = set()
-    new: list[dict[str, str]] = []
+    new: list[NamedBenchmark] = []
     for record in result.measurements:
         benchmark: Benchmark = upsert_benchmark(session, repository, result.name, device, record)
         reported.add(benchmark.id)  # type: ignore[arg-type]
@@ -243,12 +245,13 @@ def _compare_with_base(session: Session, repository: Repository, run: Run, base_
     # Every benchmark of the base's upload is accounted for: one the head's file lacks is missing,
     # as in an A/B, and keeps the check from green until a maintainer accepts it.
     gone = [session.get(Benchmark, benchmark_id) for benchmark_id in base_rows if benchmark_id not in reported]
-    missing = [{"suite": b.suite, "benchmark": b.name, "reason": "not in the head's uploaded results"}
+    missing: list[MissingBenchmark] = [{"suite": b.suite, "benchmark": b.name, "reason": "not in the head's uploaded results"}
                for b in gone if b is not None and b.suite == result.name]  # another suite's upload is not this one
-    comparison.details = {"pull_request": {"number": run.pr_number, "base_ref": repository.default_branch},
-                          "uploaded": True, "mde_pct": max((v.mde_pct for v in verdicts), default=None),
-                          "new_failures": [], "fixed": [], "missing_on_head": missing, "new_on_head": new,
-                          "perf_verdict": abtest.overall(verdicts)}
+    comparison.details = {}
+    add_details(comparison, pull_request={"number": run.pr_number, "base_ref": repository.default_branch},
+                uploaded=True, mde_pct=max((v.mde_pct for v in verdicts), default=None),
+                new_failures=[], fixed=[], missing_on_head=missing, new_on_head=new,
+                perf_verdict=abtest.overall(verdicts))
     acceptances.settle(session, comparison)
     comparison.finished_at = utcnow()
     run.state, run.device_id, run.finished_at = RunState.SUCCEEDED, device.id, utcnow()

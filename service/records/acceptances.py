@@ -16,6 +16,7 @@ from typing import Any
 from sqlmodel import Session, col, or_, select
 
 from roofwatch.common.vocabulary import MEASURED_STATES, Trigger
+from roofwatch.service.core.comparison_details import add_details, details_of
 from roofwatch.service.core.models import Comparison, MissingAcceptance, Run
 
 GATED = ("no-change", "improvement", "inconclusive")  # verdicts a missing benchmark overrides
@@ -45,7 +46,7 @@ def accepted(session: Session, comparison: Comparison) -> dict[str, MissingAccep
 
 
 def missing_keys(comparison: Comparison) -> list[str]:
-    return [f"{m['suite']}::{m['benchmark']}" for m in comparison.details.get("missing_on_head", [])]
+    return [f"{m['suite']}::{m['benchmark']}" for m in details_of(comparison).get("missing_on_head", [])]
 
 
 def accept(session: Session, comparison: Comparison, by: str, via: str, names: list[str] | None = None) -> list[str]:
@@ -77,7 +78,7 @@ def settle(session: Session, comparison: Comparison) -> None:
     A correctness failure and a proven regression decide whatever is missing; otherwise a missing
     benchmark no maintainer accepted makes the verdict ``missing`` (never green).
     """
-    perf = comparison.details.get("perf_verdict")
+    perf = details_of(comparison).get("perf_verdict")
     if perf is None or comparison.state not in MEASURED_STATES:
         return
     covered = accepted(session, comparison)
@@ -85,14 +86,14 @@ def settle(session: Session, comparison: Comparison) -> None:
         {"benchmark": key, "by": row.accepted_by, "via": row.via, "at": _iso(row.accepted_at)}
         for key, row in sorted(covered.items()) if key in missing_keys(comparison)]
     open_keys = [k for k in missing_keys(comparison) if k not in covered]
-    if comparison.details.get("new_failures"):
+    if details_of(comparison).get("new_failures"):
         verdict = "failure"
     elif open_keys and perf in GATED:
         verdict = "missing"
     else:
         verdict = perf
     comparison.verdict = verdict
-    comparison.details = {**comparison.details, "accepted_missing": acceptances}
+    add_details(comparison, accepted_missing=acceptances)
     session.add(comparison)
 
 

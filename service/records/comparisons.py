@@ -26,9 +26,19 @@ from roofwatch.roofline import RooflineError
 from roofwatch.service.analysis import correctness, failure_groups
 from roofwatch.service.analysis.causes import causes, judged
 from roofwatch.service.analysis.dependencies import environment_changes
+from roofwatch.service.core.comparison_details import add_details, details_of
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.models import Benchmark, Commit, Comparison, ComparisonResult, Device, Repository, utcnow
-from roofwatch.service.core.reports import BenchmarkVerdictRow, ComparisonReport, MissingBenchmark, NewFailure
+from roofwatch.service.core.reports import (
+    BenchmarkVerdictRow,
+    ComparisonReport,
+    Environments,
+    Judgement,
+    MissingBenchmark,
+    NamedBenchmark,
+    NewFailure,
+    SettingChangeRow,
+)
 from roofwatch.service.records import acceptances, compiled_artifacts
 from roofwatch.service.records.ingest import IngestError, stored_order, upsert_benchmark, upsert_device
 from roofwatch.service.records.roofline import fraction_of_roofline, peaks_for
@@ -98,27 +108,28 @@ def ingest_ab(session: Session, envelope: ABEnvelope) -> Comparison:
     new_failures, fixed = _correctness(envelope.rounds)
     verdicts, adjusted = _store_results(session, comparison, repository, device, envelope)
     spent = (envelope.finished_at - envelope.started_at).total_seconds()
-    comparison.details = {
-        **comparison.details, "new_failures": new_failures, "fixed": fixed,
-        "mde_pct": max((r.mde_pct for r in verdicts if r.mde_pct is not None), default=None),
-        "min_effect_pct": 100 * envelope.min_effect, "budget_s": envelope.budget_s, "spent_s": spent,
+    add_details(
+        comparison, new_failures=new_failures, fixed=fixed,
+        mde_pct=max((r.mde_pct for r in verdicts if r.mde_pct is not None), default=None),
+        min_effect_pct=100 * envelope.min_effect, budget_s=envelope.budget_s, spent_s=spent,
         # The level of the intervals decided with, and the higher one of each change's (suite::name).
-        "confidence": abtest.CONFIDENCE, "adjusted_confidence": adjusted,
-        "stop_reason": envelope.stop_reason,
-        "compiled": compiled_artifacts.ab_summary(envelope.rounds),
-        "suites_source": envelope.suites_source,
+        confidence=abtest.CONFIDENCE, adjusted_confidence=adjusted,
+        stop_reason=envelope.stop_reason,
+        compiled=compiled_artifacts.ab_summary(envelope.rounds),
+        suites_source=envelope.suites_source,
         **judgement_details(envelope),
-        "rounds_run": rounds_run(envelope.rounds), "left_open": envelope.left_open,
+        rounds_run=rounds_run(envelope.rounds), left_open=envelope.left_open,
         **environment_details(envelope.rounds),
-        **({"max_rounds": envelope.max_rounds} if envelope.max_rounds is not None else {}),
-    }
+    )
+    if envelope.max_rounds is not None:
+        add_details(comparison, max_rounds=envelope.max_rounds)
     if comparison.state == RunState.CANCELLED:
         comparison.verdict = "cancelled"  # measured after all, but nobody is waiting for the verdict
     elif envelope.status == "errored":
         comparison.state, comparison.verdict = RunState.ERRORED, "errored"
     else:
         comparison.state = RunState.SUCCEEDED if envelope.status == RunState.SUCCEEDED else RunState.FAILED
-        comparison.details["perf_verdict"] = abtest.overall([_as_verdict(r) for r in verdicts])
+        add_details(comparison, perf_verdict=abtest.overall([_as_verdict(r) for r in verdicts]))
         acceptances.settle(session, comparison)
     comparison.finished_at = utcnow()
     session.add(comparison)
@@ -126,7 +137,7 @@ def ingest_ab(session: Session, envelope: ABEnvelope) -> Comparison:
     return comparison
 
 
-def judgement_details(envelope: ABEnvelope) -> dict[str, Any]:
+def judgement_details(envelope: ABEnvelope) -> Judgement:
     """What judged the comparison and where every benchmark of the base went, for ``details``.
 
     ``missing_on_head``: the base's benchmarks with no verdict, each with why — not reported,
@@ -138,23 +149,24 @@ def judgement_details(envelope: ABEnvelope) -> dict[str, Any]:
                   for s in r.suites if s.status in ("errored", "timeout") or (s.kind == "benchmark" and s.status == "failed")}
     found = account(envelope.rounds, pairing, unfinished)
     trusted = account(envelope.rounds, envelope.renamed).paired
-    missing = [_named(key) | {"reason": reason} for key, reason in found.missing.items()]
-    renamed = []
+    missing = [_missing(key, reason) for key, reason in found.missing.items()]
+    renamed: list[dict[str, Any]] = []
     for old, new in sorted(found.renamed.items()):
         pending = trusted.get(old) != new
         renamed.append({"from": _named(old), "to": _named(new), "pending": pending})
         if pending:
-            missing.append(_named(old) | {"reason": f"renamed to {new.split('::', 1)[1]} by the head's own "
-                                                    "[tool.roofwatch] renamed: paired here, counted once accepted"})
+            missing.append(_missing(old, f"renamed to {new.split('::', 1)[1]} by the head's own "
+                                         "[tool.roofwatch] renamed: paired here, counted once accepted"))
     return {
         "judged_by": envelope.judged_by, "missing_policy": envelope.missing_policy,
-        "settings_changes": [change.model_dump() for change in envelope.settings_changes],
+        "settings_changes": [SettingChangeRow(what=change.what, before=change.before, after=change.after)
+                             for change in envelope.settings_changes],
         "missing_on_head": sorted(missing, key=lambda m: (m["suite"], m["benchmark"])),
         "new_on_head": [_named(key) for key in found.new], "renamed": renamed,
     }
 
 
-def environment_details(rounds: list[RoundRecord]) -> dict[str, Any]:
+def environment_details(rounds: list[RoundRecord]) -> Environments:
     """Each side's own environment per suite (round one's), and how the head's differs from the base's."""
     first = {(r.side, s.name): s.environment for r in rounds if r.index == 0 for s in r.suites if s.environment}
     if not first:
@@ -194,9 +206,14 @@ def rounds_run(rounds: list[RoundRecord]) -> list[dict[str, Any]]:
     return out
 
 
-def _named(key: str) -> dict[str, str]:
+def _named(key: str) -> NamedBenchmark:
     suite, name = key.split("::", 1)
     return {"suite": suite, "benchmark": name}
+
+
+def _missing(key: str, reason: str) -> MissingBenchmark:
+    suite, name = key.split("::", 1)
+    return {"suite": suite, "benchmark": name, "reason": reason}
 
 
 def _outcomes(rounds: list[RoundRecord], side: str) -> dict[str, tuple[str, str]]:
@@ -321,11 +338,12 @@ def comparison_report(session: Session, comparison_id: int,
     base = session.get(Commit, comparison.base_commit_id)
     head = session.get(Commit, comparison.head_commit_id)
     device = session.get(Device, comparison.device_id) if comparison.device_id else None
+    details = details_of(comparison)
     renamed_to = {(r["from"]["suite"], r["from"]["benchmark"]): r["to"]["benchmark"]
-                  for r in comparison.details.get("renamed", [])}
+                  for r in details.get("renamed", [])}
     # Stored since labels say the level; older comparisons were decided at the same one.
-    level = float(comparison.details.get("confidence") or abtest.CONFIDENCE)
-    adjusted: dict[str, float] = comparison.details.get("adjusted_confidence") or {}
+    level = float(details.get("confidence") or abtest.CONFIDENCE)
+    adjusted = details.get("adjusted_confidence") or {}
     rows: list[BenchmarkVerdictRow] = [
         verdict_row(replace(_as_verdict(r), confidence=adjusted.get(f"{b.suite}::{b.name}", level)),
                     name=b.name, suite=b.suite, unit=b.unit, higher_is_better=b.higher_is_better,
@@ -340,21 +358,21 @@ def comparison_report(session: Session, comparison_id: int,
         "id": comparison.id, "base": base.sha if base else None, "head": head.sha if head else None,
         "state": comparison.state, "verdict": comparison.verdict, "rounds": comparison.rounds,
         "purpose": comparison.purpose, "device": device.device_class if device else None,
-        "error": comparison.error, "mde_pct": comparison.details.get("mde_pct"), "confidence": level,
-        "new_failures": comparison.details.get("new_failures", []),
-        "fixed": comparison.details.get("fixed", []), "benchmarks": rows,
-        "compiled": comparison.details.get("compiled", {}),
-        "suites_source": comparison.details.get("suites_source", ""),
-        "min_effect_pct": comparison.details.get("min_effect_pct"),
-        "budget_s": comparison.details.get("budget_s"), "spent_s": comparison.details.get("spent_s"),
-        "max_rounds": comparison.details.get("max_rounds"),
-        "stop_reason": comparison.details.get("stop_reason", ""),
-        "judged_by": comparison.details.get("judged_by", ""),
-        "settings_changes": comparison.details.get("settings_changes", []),
+        "error": comparison.error, "mde_pct": details.get("mde_pct"), "confidence": level,
+        "new_failures": details.get("new_failures", []),
+        "fixed": details.get("fixed", []), "benchmarks": rows,
+        "compiled": details.get("compiled", {}),
+        "suites_source": details.get("suites_source", ""),
+        "min_effect_pct": details.get("min_effect_pct"),
+        "budget_s": details.get("budget_s"), "spent_s": details.get("spent_s"),
+        "max_rounds": details.get("max_rounds"),
+        "stop_reason": details.get("stop_reason", ""),
+        "judged_by": details.get("judged_by", ""),
+        "settings_changes": details.get("settings_changes", []),
         "missing_on_head": _missing_rows(comparison),
-        "new_on_head": comparison.details.get("new_on_head", []),
-        "missing_policy": comparison.details.get("missing_policy", "failure"),
-        "environment_changes": comparison.details.get("environment_changes", {}),
+        "new_on_head": details.get("new_on_head", []),
+        "missing_policy": details.get("missing_policy", "failure"),
+        "environment_changes": details.get("environment_changes", {}),
     }
 
 
@@ -400,9 +418,10 @@ def _why(attribution: dict[str, Any] | None) -> BenchmarkVerdictRow:
 
 def _missing_rows(comparison: Comparison) -> list[MissingBenchmark]:
     """The missing benchmarks, each with who accepted it and when (as ``acceptances.settle`` recorded)."""
-    accepted = {a["benchmark"]: a for a in comparison.details.get("accepted_missing", [])}
+    details = details_of(comparison)
+    accepted = {a["benchmark"]: a for a in details.get("accepted_missing", [])}
     rows: list[MissingBenchmark] = []
-    for m in comparison.details.get("missing_on_head", []):
+    for m in details.get("missing_on_head", []):
         row: MissingBenchmark = {"suite": m["suite"], "benchmark": m["benchmark"], "reason": m["reason"]}
         if (a := accepted.get(f"{m['suite']}::{m['benchmark']}")) is not None:
             row["accepted_by"], row["accepted_at"], row["accepted_via"] = a["by"], a["at"], a["via"]
