@@ -19,8 +19,7 @@ from roofwatch.common.envelope import RoundRecord, SuiteResult
 from roofwatch.result_files.uploads import read_results
 from roofwatch.service.core.errors import VerdictInputError
 from roofwatch.service.core.reports import BenchmarkVerdictRow, ComparisonReport, MissingBenchmark
-from roofwatch.service.records.acceptances import GATED
-from roofwatch.service.records.comparisons import verdict_row
+from roofwatch.service.core.verdict_rows import GATED, verdict_row
 from roofwatch.suite_config.min_effect import parse_min_effect
 
 EXIT = {"no-change": 0, "improvement": 0, "regression": 1, "missing": 1, "inconclusive": 3}

@@ -18,8 +18,7 @@ from sqlmodel import Session, col, or_, select
 from roofwatch.common.vocabulary import MEASURED_STATES, Trigger
 from roofwatch.service.core.comparison_details import add_details, details_of
 from roofwatch.service.core.models import Comparison, MissingAcceptance, Run
-
-GATED = ("no-change", "improvement", "inconclusive")  # verdicts a missing benchmark overrides
+from roofwatch.service.core.verdict_rows import GATED
 
 
 def pr_number_of(session: Session, comparison: Comparison) -> int | None:

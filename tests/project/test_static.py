@@ -95,7 +95,7 @@ PLANTED = [
     ("the dashboard reads through service.core, service.records", "roofwatch.dashboard.reads",
      "from roofwatch.service.api import deps"),
     ("the ground floor stands alone", "roofwatch.common.errors", "import roofwatch.roofline"),
-    ("service.core stands on the ground floor alone", "roofwatch.service.core.config", "import roofwatch.workers.activity"),
+    ("service.core stands on the ground floor", "roofwatch.service.core.config", "import roofwatch.workers.activity"),
     # Inside a function, as a lazy import would be: the graph has those too.
     ("torch and triton stay in the harness", "roofwatch.service.cli.calibration", "def _planted():\n    import torch"),
 ]
