@@ -32,8 +32,9 @@ from roofwatch.suite_config.external import noted
 from roofwatch.workers import bubblewrap, environments, modelled_device, prerequisites, sandbox
 from roofwatch.workers.backfill import prepare_suites
 from roofwatch.workers.compiled.artifacts_file import failure_summary, parse_compiled_json
-from roofwatch.workers.compiled.install import PLUGIN, install_plugin, with_plugin_path
+from roofwatch.workers.compiled.install import PLUGIN, install_plugin
 from roofwatch.workers.memory_suites import with_memory_suites
+from roofwatch.workers.plugin_packages import with_plugin_path
 from roofwatch.workers.rounds import install as rounds
 from roofwatch.workers.rounds.install import Selection
 

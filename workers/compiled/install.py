@@ -1,18 +1,16 @@
 """Put the compile plugin where a sandboxed suite can import it.
 
-The sandbox shows a suite its worktree, its scratch folder and the interpreter, not roofwatch's
-own source, so the plugin's modules (standard library, Triton and pytest only) are copied into
-the scratch folder as the package ``roofwatch_compiled``. The name cannot clash with the
-repository's own ``workers`` package, roofwatch's included.
+Its modules are copied into the suite's scratch folder as the package ``roofwatch_compiled``
+(``workers/plugin_packages.py``). The name cannot clash with the repository's own ``workers``
+package, roofwatch's included.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 from roofwatch.suite_config import targets
+from roofwatch.workers.plugin_packages import copy_package
 
 PACKAGE = "roofwatch_compiled"
 PLUGIN = f"{PACKAGE}.plugin"
@@ -25,17 +23,6 @@ TARGETS_MODULE = Path(targets.__file__)
 
 def install_plugin(scratch: Path) -> Path:
     """Copy the plugin package under ``scratch``; the folder to add to the suite's PYTHONPATH."""
-    root = scratch / "plugins"
-    package = root / PACKAGE
-    package.mkdir(parents=True, exist_ok=True)
     source = Path(__file__).parent
-    for name in SANDBOX_MODULES:
-        shutil.copyfile(source / name, package / name)
-    shutil.copyfile(TARGETS_MODULE, package / "targets.py")
-    return root
-
-
-def with_plugin_path(env: dict[str, str], root: Path) -> dict[str, str]:
-    """``env`` with the plugin folder after the worktree on PYTHONPATH (the tree's packages win)."""
-    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    return {**env, "PYTHONPATH": os.pathsep.join([*paths, str(root)])}
+    return copy_package(scratch / "plugins", PACKAGE,
+                        [*((source / name, name) for name in SANDBOX_MODULES), (TARGETS_MODULE, "targets.py")])

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from roofwatch.common.tree_files import UnsafePath, read_file
+from roofwatch.workers.plugin_packages import copy_package
 from roofwatch.workers.rounds import ran
 
 PACKAGE = "roofwatch_rounds"
@@ -38,13 +38,8 @@ class Selection:
 
 def install_plugin(scratch: Path) -> Path:
     """Copy the plugin package under ``scratch``; the folder to add to the suite's PYTHONPATH."""
-    root = scratch / "rounds-plugin"
-    package = root / PACKAGE
-    package.mkdir(parents=True, exist_ok=True)
     source = Path(__file__).parent
-    for name in SANDBOX_MODULES:
-        shutil.copyfile(source / name, package / name)
-    return root
+    return copy_package(scratch / "rounds-plugin", PACKAGE, ((source / name, name) for name in SANDBOX_MODULES))
 
 
 def plugin_args(selection: Selection, scratch: Path, tree: Path | None = None) -> tuple[list[str], Path]:
