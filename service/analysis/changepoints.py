@@ -42,6 +42,7 @@ skipped and indexes always refer to the input rows.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -223,7 +224,7 @@ def _sharp_test(y: np.ndarray, w: np.ndarray, k: int, lo: int, hi: int) -> _Step
 
 def _candidates(sums: _Sums, sigma: float, n: int, min_size: int) -> list[int]:
     """Seeded binary segmentation: every interval's best CUSUM split, the strongest first."""
-    found: list[tuple[float, int, int, int]] = []  # (-|z|, start, end, split)
+    found: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # per scale: -|z|, start, end, split
     length = float(n)
     while length >= 2 * min_size:
         size = int(round(length))
@@ -237,15 +238,20 @@ def _candidates(sums: _Sums, sigma: float, n: int, min_size: int) -> list[int]:
         diff = (sums.wy[e] - sums.wy[k]) / wr - (sums.wy[k] - sums.wy[s]) / wl
         z = np.where(ok, np.abs(diff) / (sigma * np.sqrt(1 / wl + 1 / wr)), 0.0)
         best = np.argmax(z, axis=1)
-        top = z[np.arange(len(starts)), best]
-        for i in np.flatnonzero(top > CANDIDATE_Z):
-            found.append((-float(top[i]), int(starts[i]), int(starts[i]) + size, int(k[i, best[i]])))
+        rows = np.arange(len(starts))
+        top = z[rows, best]
+        passed = top > CANDIDATE_Z
+        found.append((-top[passed], starts[passed], starts[passed] + size, k[rows, best][passed]))
         length /= math.sqrt(2)
-    chosen: list[int] = []
-    for _z, start, end, split in sorted(found):
-        if not any(start < c < end for c in chosen):
-            chosen.append(split)
-    return sorted(chosen)
+    if not found:
+        return []
+    negative_z, start, end, split = (np.concatenate(column) for column in zip(*found))
+    chosen: list[int] = []  # kept sorted: an interval is taken when no split already chosen lies inside it
+    for i in np.lexsort((split, end, start, negative_z)):
+        at = bisect.bisect_right(chosen, int(start[i]))
+        if at == len(chosen) or chosen[at] >= end[i]:
+            bisect.insort(chosen, int(split[i]))
+    return chosen
 
 
 def _eliminate_local(y: np.ndarray, w: np.ndarray, sums: _Sums, cps: Sequence[int], alpha: float, width: int,

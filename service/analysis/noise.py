@@ -29,7 +29,6 @@ counts fully. Locations are then compared on the fast mode, which is where a ker
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -69,14 +68,13 @@ def _pad(x: np.ndarray, half_width: int) -> np.ndarray:
 
 
 def running_median(x: np.ndarray, half_width: int = HAMPEL_HALF_WIDTH) -> np.ndarray:
-    """Median of each point's ``2 * half_width + 1`` neighbourhood (fewer at the ends); NaNs skipped."""
-    padded = _pad(x, half_width)
-    window = np.lib.stride_tricks.sliding_window_view(padded, 2 * half_width + 1)
-    if np.isnan(padded).any():
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN window is NaN: the caller fills it
-            return np.nanmedian(window, axis=1)
-    return np.median(window, axis=1)
+    """Median of each point's ``2 * half_width + 1`` neighbourhood (fewer at the ends); NaNs skipped, NaN when none.
+
+    The midpoint of ``running_median_bounds``: the same numbers ``np.nanmedian`` gives, from one sort of the
+    windows instead of a masked median per window, which cost a tenth of a series' analysis.
+    """
+    low, high = running_median_bounds(x, half_width)
+    return (low + high) / 2
 
 
 def running_median_bounds(x: np.ndarray, half_width: int) -> tuple[np.ndarray, np.ndarray]:
