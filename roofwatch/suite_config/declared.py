@@ -180,24 +180,22 @@ def suites_in(data: dict[str, object]) -> list[SuiteSpec] | None:
 
 def repository_min_effect(data: dict[str, object]) -> float | None:
     """``[tool.roofwatch] min_effect`` of a parsed TOML document, or None when absent."""
-    table = roofwatch_table(data)
-    if table is None or "min_effect" not in table:
-        return None
-    try:
-        return parse_min_effect(table["min_effect"])
-    except ValueError as exc:
-        raise SuiteConfigError(f"[tool.roofwatch] {exc}") from exc
+    return _declared_min_effect(data, "min_effect")
 
 
 def memory_min_effect(data: dict[str, object]) -> float | None:
     """``[tool.roofwatch] memory_min_effect``: the smallest peak-memory change that counts, or None when absent."""
+    return _declared_min_effect(data, "memory_min_effect")
+
+
+def _declared_min_effect(data: dict[str, object], key: str) -> float | None:
     table = roofwatch_table(data)
-    if table is None or "memory_min_effect" not in table:
+    if table is None or key not in table:
         return None
     try:
-        return parse_min_effect(table["memory_min_effect"])
-    except ValueError as exc:
-        raise SuiteConfigError(f"[tool.roofwatch] memory_{exc}") from exc
+        return parse_min_effect(table[key])
+    except ValueError as exc:  # the reason names min_effect; the key may carry a prefix
+        raise SuiteConfigError(f"[tool.roofwatch] {key.removesuffix('min_effect')}{exc}") from exc
 
 
 MISSING_POLICIES = ("failure", "neutral")
