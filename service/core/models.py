@@ -6,14 +6,43 @@ Units: times in seconds, bandwidth in bytes/s, throughput in FLOP/s, sizes in by
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Column, Index, UniqueConstraint
-from sqlmodel import Field, SQLModel
+from sqlalchemy import JSON, BigInteger, Column, Dialect, Index, UniqueConstraint
+from sqlalchemy.types import TypeDecorator
+from sqlmodel import AutoString, Field, SQLModel
+
+from roofwatch.common.vocabulary import ChangeKind, RunState, TriageState, Trigger
 
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+class Words(TypeDecorator[StrEnum]):
+    """A column of one vocabulary (``roofwatch.common.vocabulary``): stored as the plain string it always
+    was, so the schema and every stored row stay as they are, and read back as its member. A word the
+    vocabulary lacks fails where it is written, not where a page reads it later; one already stored (by
+    hand, or by a roofwatch older than its migrations) is read back as the string it is, never a 500."""
+
+    impl = AutoString
+    cache_ok = True
+
+    def __init__(self, words: type[StrEnum]) -> None:
+        super().__init__()
+        self.words = words
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> str | None:
+        return None if value is None else str(self.words(value))
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> StrEnum | None:
+        if value is None:
+            return None
+        try:
+            return self.words(value)
+        except ValueError:
+            return value  # type: ignore[no-any-return]
 
 
 # Whose pull requests run without a maintainer's approval (see roofwatch.service.github.trust).
@@ -130,7 +159,7 @@ class Run(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     repository_id: int = Field(foreign_key="repository.id", index=True)
     commit_id: int = Field(foreign_key="commit.id", index=True)
-    trigger: str = "manual"
+    trigger: Trigger = Field(default=Trigger.MANUAL, sa_type=Words(Trigger))
     pr_number: int | None = None
     # A pull request's merge-base; for a run off the default branch, where its branch left it.
     base_sha: str | None = None
@@ -140,7 +169,7 @@ class Run(SQLModel, table=True):
     # never a point of the default branch's series, its head or a baseline of its change detection.
     branch: str = Field(default="", sa_column_kwargs={"server_default": ""})
     device_id: int | None = Field(default=None, foreign_key="device.id", index=True)
-    state: str = Field(default="queued", index=True)
+    state: RunState = Field(default=RunState.QUEUED, index=True, sa_type=Words(RunState))
     # Same key, same run: a redelivered task or a repeated trigger never makes a second row.
     idempotency_key: str = Field(unique=True, index=True)
     log_excerpt: str = ""
@@ -297,7 +326,7 @@ class Change(SQLModel, table=True):
     benchmark_id: int | None = Field(default=None, foreign_key="benchmark.id", index=True)
     suite: str = ""
     test_id: str | None = None
-    kind: str
+    kind: ChangeKind = Field(sa_type=Words(ChangeKind))
     # Where the change is in its lifecycle: candidate -> narrowing -> confirming -> confirmed |
     # rejected (see roofwatch.service.analysis.lifecycle). Only confirmed changes are shown.
     phase: str = Field(default="candidate", index=True)
@@ -313,7 +342,7 @@ class Change(SQLModel, table=True):
     ci_low: float | None = None
     ci_high: float | None = None
     p_value: float | None = None
-    state: str = Field(default="new", index=True)
+    state: TriageState = Field(default=TriageState.NEW, index=True, sa_type=Words(TriageState))
     detected_run_id: int | None = Field(default=None, foreign_key="run.id")
     details: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     created_at: datetime = Field(default_factory=utcnow)
@@ -401,7 +430,7 @@ class Comparison(SQLModel, table=True):
     device_id: int | None = Field(default=None, foreign_key="device.id", index=True)
     purpose: str = "manual"  # pull_request | confirm | manual | upload
     run_id: int | None = Field(default=None, foreign_key="run.id", index=True)  # the PR run it decides
-    state: str = Field(default="queued", index=True)  # queued | running | succeeded | failed | errored
+    state: RunState = Field(default=RunState.QUEUED, index=True, sa_type=Words(RunState))  # a run's states, less skipped
     # regression | improvement | no-change | inconclusive | failure | errored | cancelled, or "missing":
     # no change proven, but a benchmark of the base is missing on the head and no maintainer accepted it.
     verdict: str = ""

@@ -243,7 +243,7 @@ def _spillover(session: Session, comparison: Comparison, good: Commit, bad: Comm
     for result, benchmark in results:
         if result.direction not in ("regression", "improvement"):
             continue
-        kind = "perf-regression" if result.direction == "regression" else "perf-improvement"
+        kind = ChangeKind.PERF_REGRESSION if result.direction == "regression" else ChangeKind.PERF_IMPROVEMENT
         if changes.find_same(session, repository_id=comparison.repository_id, kind=kind,
                              device_id=comparison.device_id, benchmark_id=benchmark.id,
                              start=good.position, end=bad.position):  # type: ignore[arg-type]

@@ -257,7 +257,8 @@ def _performance(session: Session, run: Run, commit: Commit, summary: AnalysisSu
 
 def _candidate(session: Session, run: Run, benchmark: Benchmark, step: history.Step, summary: AnalysisSummary,
                commits_between: CommitsBetween) -> None:
-    kind = "perf-regression" if step.direction(benchmark.higher_is_better) == "regression" else "perf-improvement"
+    kind = (ChangeKind.PERF_REGRESSION if step.direction(benchmark.higher_is_better) == "regression"
+            else ChangeKind.PERF_IMPROVEMENT)
     if changes.find_same(session, repository_id=run.repository_id, kind=kind, device_id=run.device_id,
                          benchmark_id=benchmark.id, start=step.good.position, end=step.bad.position):
         return  # a sighting of a known change: it is narrowed by runs, not by sightings

@@ -13,6 +13,7 @@ from datetime import date
 from sqlmodel import col, select
 
 from roofwatch.common.task_names import queue_name
+from roofwatch.common.vocabulary import Trigger
 from roofwatch.git import checkout
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.db import session_scope
@@ -52,7 +53,7 @@ def start_all(night: date) -> dict[str, int | str]:
             repository = session.get(Repository, repository_id)
             assert repository is not None
             commit = upsert_commit(session, repository, info)
-            run = create_run(session, repository, commit, key, trigger="nightly")
+            run = create_run(session, repository, commit, key, trigger=Trigger.SCHEDULE)
             job = job_for(run, repository, commit, settings)
         log.info("nightly run %s: %s@%s on %s", job.run_id, full_name, sha[:12], device)
         submit(job, queue_name(device))

@@ -33,7 +33,7 @@ from roofwatch.service.records.runs import upsert_commit
 
 log = logging.getLogger(__name__)
 
-RUN_STATE_OF_COMPARISON: dict[str, str] = {state: state for state in (RunState.SUCCEEDED, RunState.FAILED, RunState.ERRORED)}
+RUN_STATE_OF_COMPARISON: dict[str, RunState] = {state: state for state in (RunState.SUCCEEDED, RunState.FAILED, RunState.ERRORED)}
 
 
 @dataclass(frozen=True)

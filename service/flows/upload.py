@@ -119,7 +119,7 @@ def upload(session: Session, request: UploadRequest) -> UploadOutcome:
     commit = upsert_commit(session, repository, head_info)
     now = datetime.now(UTC)
     run = Run(repository_id=repository.id, commit_id=commit.id, idempotency_key=key,  # type: ignore[arg-type]
-              trigger="pull_request" if base_run else "upload", pr_number=request.pr_number,
+              trigger=Trigger.PULL_REQUEST if base_run else Trigger.UPLOAD, pr_number=request.pr_number,
               base_sha=_sha_of(session, base_run) if base_run else None, started_at=now)
     session.add(run)
     session.flush()

@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import ColumnElement
 from sqlmodel import Session, col, select
 
+from roofwatch.common.vocabulary import ChangeKind
 from roofwatch.service.analysis.failure_groups import shown_name
 from roofwatch.service.analysis.lifecycle import CONFIRMED, overlaps
 from roofwatch.service.core.models import Change, Commit
@@ -67,7 +68,7 @@ def narrow_to(change: Change, good: Commit | None, bad: Commit) -> None:
         change.range_end_sha, change.range_end_position = bad.sha, bad.position
 
 
-def record(session: Session, *, repository_id: int, device_id: int | None, kind: str, phase: str,
+def record(session: Session, *, repository_id: int, device_id: int | None, kind: ChangeKind, phase: str,
            good: Commit | None, bad: Commit, run_id: int | None, **fields: Any) -> Change:
     """A new change first seen after ``good`` (last good measured commit) and at ``bad``."""
     change = Change(repository_id=repository_id, device_id=device_id, kind=kind, phase=phase,

@@ -14,6 +14,7 @@ from roofwatch.common.vocabulary import (
     MEASURED_STATES,
     OFF_BRANCH_TRIGGERS,
     TERMINAL_STATES,
+    Trigger,
 )
 from roofwatch.service.core.models import Commit, Device, Repository, Run
 
@@ -110,7 +111,7 @@ def earlier_runs(session: Session, commit: Commit, device_fingerprint: str) -> b
 
 
 def create_run(session: Session, repository: Repository, commit: Commit, key: str,
-               trigger: str = "manual", branch: str = "", base_sha: str | None = None) -> Run:
+               trigger: Trigger = Trigger.MANUAL, branch: str = "", base_sha: str | None = None) -> Run:
     """The run for ``key``, created queued unless it already exists (idempotent).
 
     ``branch``: the branch of a commit off the default branch (its run is kept off the branch's

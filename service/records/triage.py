@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlmodel import Session
 
-from roofwatch.common.vocabulary import TRIAGE_STATES
+from roofwatch.common.vocabulary import TRIAGE_STATES, TriageState
 from roofwatch.service.core.errors import TriageError
 from roofwatch.service.core.models import Change, Repository, utcnow
 
@@ -22,7 +22,7 @@ def set_state(session: Session, change_id: int, state: str, note: str = "", acto
         raise TriageError(f"change {change_id} belongs to {owner.full_name if owner else '?'}, not {within.full_name}")
     history = list(change.details.get("triage", []))
     history.append({"from": change.state, "to": state, "note": note, "by": actor, "at": utcnow().isoformat()})
-    change.state = state
+    change.state = TriageState(state)
     change.details = {**change.details, "triage": history}
     session.add(change)
     session.flush()

@@ -13,10 +13,12 @@ from sqlmodel import select
 
 from roofwatch.common import redelivery
 from roofwatch.common.device import probe
+from roofwatch.common.vocabulary import Trigger
 from roofwatch.service.core.db import session_scope
 from roofwatch.service.core.models import Device, Repository, Run, utcnow
 from roofwatch.service.flows import nightly
 from roofwatch.service.records.repositories import register
+from roofwatch.service.records.runs import history_runs, is_history_run
 
 
 def _register(name: str, clone_url: str, branch: str = "main") -> None:
@@ -39,13 +41,16 @@ def test_nightly_run_measures_each_default_branch_once_a_night(
     assert str(started["acme/gone"]).startswith("not started:")  # one bad repository stops no other
     with session_scope() as session:
         run = session.get(Run, started["acme/kernels"])
-        assert run is not None and run.trigger == "nightly" and run.state == "succeeded"
+        assert run is not None and run.trigger == Trigger.SCHEDULE and run.state == "succeeded"
         assert run.idempotency_key.endswith(f":nightly:{night.isoformat()}")
+        # a point of the branch's history, as DESIGN.md's "schedule" trigger is (stored as "nightly", it was none)
+        assert is_history_run(run)
+        assert session.exec(select(Run.id).where(Run.id == run.id, history_runs())).first() == run.id
 
     again = nightly.start_all(night)
     assert again["acme/kernels"] == "already started tonight"
     with session_scope() as session:
-        assert len(session.exec(select(Run).where(Run.trigger == "nightly")).all()) == 1
+        assert len(session.exec(select(Run).where(Run.trigger == Trigger.SCHEDULE)).all()) == 1
 
 
 def test_a_worker_announces_its_device_before_any_run(roofwatch_env: Path) -> None:
