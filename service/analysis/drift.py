@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy import linalg, special
+from scipy import special
 
 MIN_PERIOD = 25.0  # commits: the fastest cosine in the largest basis
 FIRST_PERIOD = 50.0  # commits: the fastest cosine in the middle one
@@ -89,16 +89,18 @@ def options(n: int) -> list[list[int]]:
 
 
 def _symmetric_inverse(matrix: np.ndarray) -> np.ndarray:
-    """Inverse of a normal matrix by Cholesky, a fifth of the cost of an SVD; the pseudo-inverse where it is
-    singular or too ill-conditioned for Cholesky to be trusted (a weight of zero over a drift column's support)."""
+    """Inverse of a normal matrix through its Cholesky factor, a tenth of the cost of an SVD at 45 columns; the
+    pseudo-inverse where it is singular or too ill-conditioned for Cholesky to be trusted (a weight of zero
+    over a drift column's support)."""
     try:
-        factor = linalg.cho_factor(matrix, check_finite=False)
-    except linalg.LinAlgError:
+        lower = np.linalg.cholesky(matrix)
+    except np.linalg.LinAlgError:
         return np.linalg.pinv(matrix)
-    diagonal = np.diag(factor[0])
-    if float(np.min(np.abs(diagonal))) <= 1e-7 * float(np.max(np.abs(diagonal))):
+    diagonal = np.abs(np.diag(lower))
+    if float(np.min(diagonal)) <= 1e-7 * float(np.max(diagonal)):
         return np.linalg.pinv(matrix)
-    return linalg.cho_solve(factor, np.eye(len(matrix)), check_finite=False)
+    inverse_lower = np.linalg.inv(lower)
+    return inverse_lower.T @ inverse_lower
 
 
 @dataclass(frozen=True)
