@@ -9,7 +9,9 @@ the one same way.
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import asdict, fields
+from typing import Any, cast
 
 from roofwatch.ab import abtest
 from roofwatch.service.core.reports import BenchmarkVerdictRow
@@ -17,6 +19,32 @@ from roofwatch.service.core.reports import BenchmarkVerdictRow
 # The overall verdicts a benchmark of the base missing on the head overrides (to "missing", never
 # green); a correctness failure or a proven regression decides whatever is missing.
 GATED = ("no-change", "improvement", "inconclusive")
+
+# ``abtest.ABVerdict`` is the one A/B result type: its comparison row (``models.ComparisonResult``),
+# its report row (``BenchmarkVerdictRow``) and its public model carry its fields by name, and are
+# made from it and back by the functions below, so a new statistic is a field of the verdict and
+# a field of each shape (``tests/core/test_verdict_shapes.py`` names the shape that lacks it).
+# What a row does not store: its rounds are its values, the level of its interval is the
+# comparison's (adjusted where it is read), and the rounds that would settle it are said only fresh.
+NOT_STORED = ("rounds", "confidence", "rounds_needed")
+# Statistics that no round count gave when infinite: None in the table and in JSON, which has no infinity.
+UNBOUNDED = ("threshold_pct", "mde_pct")
+STORED = tuple(f.name for f in fields(abtest.ABVerdict) if f.name not in NOT_STORED)
+
+
+def stored_fields(verdict: abtest.ABVerdict) -> dict[str, Any]:
+    """The verdict's comparison-row columns, by name."""
+    return {name: _finite(value) if name in UNBOUNDED else value
+            for name, value in asdict(verdict).items() if name not in NOT_STORED}
+
+
+def stored_verdict(row: Any, rounds: int) -> abtest.ABVerdict:
+    """A stored row (anything with the ``STORED`` attributes) as the verdict it was stored from."""
+    values = {name: getattr(row, name) for name in STORED}
+    for name in UNBOUNDED:
+        if values[name] is None:
+            values[name] = float("inf")
+    return abtest.ABVerdict(rounds=rounds, **values)
 
 
 def verdict_row(verdict: abtest.ABVerdict, *, name: str, suite: str, unit: str = "s", higher_is_better: bool = False,
@@ -29,15 +57,12 @@ def verdict_row(verdict: abtest.ABVerdict, *, name: str, suite: str, unit: str =
     A threshold or detectable change that no round count gave (infinite) is ``None``: JSON has no
     infinity. ``rounds_needed`` is there only where the verdict said it (a fresh one, not a stored row).
     """
-    row: BenchmarkVerdictRow = {
+    statistics: Mapping[str, Any] = {name: _finite(value) if name in UNBOUNDED else value
+                                      for name, value in asdict(verdict).items() if name not in ("rounds", "rounds_needed")}
+    row = cast(BenchmarkVerdictRow, {
         "benchmark": name, "suite": suite, "unit": unit, "higher_is_better": higher_is_better,
-        "base_median": base_median, "head_median": head_median,
-        "change_pct": verdict.change_pct, "ci_low": verdict.ci_low, "ci_high": verdict.ci_high,
-        "p_value": verdict.p_value, "q_value": verdict.q_value, "noise_pct": verdict.noise_pct,
-        "threshold_pct": _finite(verdict.threshold_pct), "mde_pct": _finite(verdict.mde_pct),
-        "direction": verdict.direction, "reason": verdict.reason, "rounds": rounds,
-        "confidence": verdict.confidence,
-    }
+        "base_median": base_median, "head_median": head_median, **statistics, "rounds": rounds,
+    })
     if verdict.rounds_needed is not None:
         row["rounds_needed"] = verdict.rounds_needed
     if rooflines is not None:

@@ -9,7 +9,7 @@ A new test failure on the head that does not also fail on the base makes the ver
 from __future__ import annotations
 
 import statistics
-from dataclasses import asdict, replace
+from dataclasses import replace
 from typing import Any
 
 from sqlmodel import Session, select
@@ -38,7 +38,7 @@ from roofwatch.service.core.reports import (
     NewFailure,
     SettingChangeRow,
 )
-from roofwatch.service.core.verdict_rows import verdict_row
+from roofwatch.service.core.verdict_rows import stored_fields, stored_verdict, verdict_row
 from roofwatch.service.records import acceptances, compiled_artifacts
 from roofwatch.service.records.ingest import IngestError, stored_order, upsert_benchmark, upsert_device
 from roofwatch.service.records.roofline import fraction_of_roofline, peaks_for
@@ -284,15 +284,12 @@ def store_result(session: Session, comparison: Comparison, benchmark: Benchmark,
     upload's one median per side); the row's medians and % of roofline are read from them.
     """
     base_median, head_median = statistics.median(base_values), statistics.median(head_values)
-    fields = {k: v for k, v in asdict(verdict).items() if k not in ("rounds", "confidence", "rounds_needed")}
-    for name in ("threshold_pct", "mde_pct"):
-        if fields[name] == float("inf"):
-            fields[name] = None  # too few rounds: there was no threshold
     row = ComparisonResult(
         comparison_id=comparison.id, benchmark_id=benchmark.id,  # type: ignore[arg-type]
         base_values=base_values, head_values=head_values, base_median=base_median, head_median=head_median,
         base_roofline=_roofline(device, benchmark, base_median),
-        head_roofline=_roofline(device, benchmark, head_median), attribution=attribution or {}, **fields,
+        head_roofline=_roofline(device, benchmark, head_median), attribution=attribution or {},
+        **stored_fields(verdict),
     )
     session.add(row)
     return row
@@ -300,11 +297,7 @@ def store_result(session: Session, comparison: Comparison, benchmark: Benchmark,
 
 def _as_verdict(row: ComparisonResult) -> abtest.ABVerdict:
     """A stored row as the verdict it was stored from (an unknown threshold or detectable change: infinite)."""
-    unknown = float("inf")
-    return abtest.ABVerdict(row.change_pct, row.ci_low, row.ci_high, row.p_value, row.q_value, row.noise_pct,
-                            unknown if row.threshold_pct is None else row.threshold_pct,
-                            unknown if row.mde_pct is None else row.mde_pct, len(row.base_values),
-                            row.direction, row.reason)  # type: ignore[arg-type]
+    return stored_verdict(row, len(row.base_values))
 
 
 def _roofline(device: Device, benchmark: Benchmark, median: float) -> float | None:
