@@ -9,7 +9,6 @@ the one same way.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import asdict, fields
 from typing import Any, cast
 
@@ -34,8 +33,7 @@ STORED = tuple(f.name for f in fields(abtest.ABVerdict) if f.name not in NOT_STO
 
 def stored_fields(verdict: abtest.ABVerdict) -> dict[str, Any]:
     """The verdict's comparison-row columns, by name."""
-    return {name: _finite(value) if name in UNBOUNDED else value
-            for name, value in asdict(verdict).items() if name not in NOT_STORED}
+    return _fields(verdict, NOT_STORED)
 
 
 def stored_verdict(row: Any, rounds: int) -> abtest.ABVerdict:
@@ -57,8 +55,7 @@ def verdict_row(verdict: abtest.ABVerdict, *, name: str, suite: str, unit: str =
     A threshold or detectable change that no round count gave (infinite) is ``None``: JSON has no
     infinity. ``rounds_needed`` is there only where the verdict said it (a fresh one, not a stored row).
     """
-    statistics: Mapping[str, Any] = {name: _finite(value) if name in UNBOUNDED else value
-                                      for name, value in asdict(verdict).items() if name not in ("rounds", "rounds_needed")}
+    statistics = _fields(verdict, ("rounds", "rounds_needed"))
     row = cast(BenchmarkVerdictRow, {
         "benchmark": name, "suite": suite, "unit": unit, "higher_is_better": higher_is_better,
         "base_median": base_median, "head_median": head_median, **statistics, "rounds": rounds,
@@ -70,6 +67,12 @@ def verdict_row(verdict: abtest.ABVerdict, *, name: str, suite: str, unit: str =
     if head_benchmark is not None:
         row["head_benchmark"] = head_benchmark
     return {**row, **_why(attribution)}
+
+
+def _fields(verdict: abtest.ABVerdict, left_out: tuple[str, ...]) -> dict[str, Any]:
+    """The verdict's fields by name, less ``left_out``; an unbounded one that is infinite is None."""
+    return {name: _finite(value) if name in UNBOUNDED else value
+            for name, value in asdict(verdict).items() if name not in left_out}
 
 
 def _finite(value: float | None) -> float | None:

@@ -212,8 +212,7 @@ def _named(key: str) -> NamedBenchmark:
 
 
 def _missing(key: str, reason: str) -> MissingBenchmark:
-    suite, name = key.split("::", 1)
-    return {"suite": suite, "benchmark": name, "reason": reason}
+    return {**_named(key), "reason": reason}
 
 
 def _outcomes(rounds: list[RoundRecord], side: str) -> dict[str, tuple[str, str]]:
