@@ -6,15 +6,16 @@ import json
 from pathlib import Path
 
 import pytest
+from support.environment import engine_for
 from support.tests_support import roofwatch
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
 def _outcomes_by_commit(database_url: str) -> dict[str, dict[str, str]]:
-    from sqlalchemy import create_engine, text
+    from sqlalchemy import text
 
-    engine = create_engine(database_url.replace("postgresql://", "postgresql+psycopg://", 1))
+    engine = engine_for(database_url)
     with engine.connect() as connection:
         rows = connection.execute(text(
             "SELECT c.sha, o.test_id, o.outcome FROM testoutcome o "

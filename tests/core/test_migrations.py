@@ -7,8 +7,9 @@ from typing import Any
 
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import create_engine, inspect
+from sqlalchemy import inspect
 from sqlmodel import SQLModel
+from support.environment import engine_for
 
 import roofwatch.service.core.models  # noqa: F401
 from roofwatch.service.core.db import downgrade, migrate
@@ -17,13 +18,9 @@ TABLES = {"repository", "commit", "device", "run", "suiteexecution", "benchmark"
           "measurement", "testoutcome", "change", "webhookdelivery", "alembic_version"}
 
 
-def _sqlalchemy(url: str) -> str:
-    return url.replace("postgresql://", "postgresql+psycopg://", 1)
-
-
 def test_upgrade_creates_every_table(database_url: str) -> None:
     migrate(database_url)
-    engine = create_engine(_sqlalchemy(database_url))
+    engine = engine_for(database_url)
     assert TABLES <= set(inspect(engine).get_table_names())
     engine.dispose()
 
@@ -31,7 +28,7 @@ def test_upgrade_creates_every_table(database_url: str) -> None:
 def test_migrations_match_the_models(database_url: str) -> None:
     """A model change without a migration fails here, not in production."""
     migrate(database_url)
-    engine = create_engine(_sqlalchemy(database_url))
+    engine = engine_for(database_url)
     with engine.connect() as connection:
         diff = compare_metadata(MigrationContext.configure(connection), SQLModel.metadata)
     engine.dispose()
@@ -42,7 +39,7 @@ def test_upgrade_is_idempotent_and_downgrade_reverses(database_url: str) -> None
     migrate(database_url)
     migrate(database_url)
     downgrade(database_url, "base")
-    engine = create_engine(_sqlalchemy(database_url))
+    engine = engine_for(database_url)
     assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
     engine.dispose()
     migrate(database_url)
@@ -53,7 +50,7 @@ def test_downgrading_below_64_bit_installation_ids_forgets_only_those(database_u
     from sqlalchemy import text
 
     migrate(database_url)
-    engine = create_engine(_sqlalchemy(database_url))
+    engine = engine_for(database_url)
     names = ("acme/wide-id", "acme/narrow-id")
     with engine.begin() as connection:
         connection.execute(text("DELETE FROM repository WHERE full_name IN (:a, :b)"), {"a": names[0], "b": names[1]})
@@ -81,7 +78,7 @@ def test_0016_joins_the_content_named_series_of_a_suite_into_one_and_keeps_their
 
     migrate(database_url)
     downgrade(database_url, "0015")
-    engine = create_engine(_sqlalchemy(database_url))
+    engine = engine_for(database_url)
     name, old, new = "acme/outside-bench", "1a2b3c4d5e", "6f7a8b9c0d"
     sha = "c" * 40
 

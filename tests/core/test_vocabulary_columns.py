@@ -5,17 +5,14 @@ word that was stored outside it)."""
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
 from sqlalchemy.exc import StatementError
 from sqlmodel import Session, select
+from support.environment import engine_for
 
 from roofwatch.common.vocabulary import ChangeKind, RunState, TriageState, Trigger
 from roofwatch.service.core.db import downgrade, migrate
 from roofwatch.service.core.models import Change, Commit, Comparison, Repository, Run
-
-
-def _sqlalchemy(url: str) -> str:
-    return url.replace("postgresql://", "postgresql+psycopg://", 1)
 
 
 def _run(session: Session, key: str, **fields: object) -> Run:
@@ -34,7 +31,7 @@ def _run(session: Session, key: str, **fields: object) -> Run:
 
 def test_words_are_stored_as_plain_strings_and_read_back_as_members(database_url: str) -> None:
     migrate(database_url)
-    engine = create_engine(_sqlalchemy(database_url))
+    engine = engine_for(database_url)
     with Session(engine) as session:
         run = _run(session, "words-1", trigger=Trigger.PUSH, state=RunState.RUNNING)
         change = Change(repository_id=run.repository_id, kind=ChangeKind.NUMERICS_DRIFT, state=TriageState.EXPECTED)
@@ -62,7 +59,7 @@ def test_words_are_stored_as_plain_strings_and_read_back_as_members(database_url
 
 def test_a_word_the_vocabulary_lacks_is_refused_where_it_is_written(database_url: str) -> None:
     migrate(database_url)
-    engine = create_engine(_sqlalchemy(database_url))
+    engine = engine_for(database_url)
     with Session(engine) as session, pytest.raises(StatementError, match="'nightly' is not a valid Trigger"):
         _run(session, "words-2", trigger="nightly")
     engine.dispose()
@@ -71,7 +68,7 @@ def test_a_word_the_vocabulary_lacks_is_refused_where_it_is_written(database_url
 def test_a_word_already_stored_outside_the_vocabulary_reads_back_as_it_is(database_url: str) -> None:
     """Written by hand (or by something older than the migrations): a page shows it, never a 500."""
     migrate(database_url)
-    engine = create_engine(_sqlalchemy(database_url))
+    engine = engine_for(database_url)
     with Session(engine) as session:
         run = _run(session, "words-3")
         session.commit()
@@ -87,7 +84,7 @@ def test_0020_makes_stored_nightly_runs_scheduled_ones_and_back(database_url: st
     branch's history. 0020 rewrites them to the vocabulary's ``schedule``; going back restores exactly those."""
     migrate(database_url)
     downgrade(database_url, "0019")
-    engine = create_engine(_sqlalchemy(database_url))
+    engine = engine_for(database_url)
     keys = {"acme/w0020@a:cpu:nightly:2026-11-27": "nightly", "acme/w0020@b:manual": "manual",
             "acme/w0020@c:cpu:schedule": "schedule"}
     with engine.begin() as connection:

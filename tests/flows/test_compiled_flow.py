@@ -14,9 +14,8 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import create_engine
 from sqlmodel import Session, select
-from support.environment import _reset_caches
+from support.environment import _reset_caches, engine_for
 from support.tests_support import roofwatch
 from support.triton_repo import build_history
 
@@ -53,7 +52,7 @@ def artifacts(stored: tuple[Path, dict[str, str], dict[str, str]], name: str) ->
 
 
 def session_for(url: str) -> Session:
-    return Session(create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1)))
+    return Session(engine_for(url))
 
 
 def test_artifacts_lists_every_kernel_with_its_numbers(stored: tuple[Path, dict[str, str], dict[str, str]]) -> None:

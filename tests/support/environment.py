@@ -15,13 +15,18 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import Engine, make_url
 
 POSTGRES_ADMIN_URL = os.environ.get(
     "ROOFWATCH_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 SHARED = Path(__file__).resolve().parents[3] / "shared"
+
+
+def engine_for(url: str) -> Engine:
+    """An engine on a test database (a plain ``postgresql://`` URL through psycopg 3, the driver roofwatch installs)."""
+    return create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
 
 
 def _postgres_reachable() -> str | None:

@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
+from support.environment import engine_for
 from support.hostile_files import ATTACKS, host_result, hostile_results_repo, link_commit, suite
 from support.sample_repo import commit, init
 from support.tests_support import roofwatch
@@ -32,7 +33,7 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 
 
 def query(url: str, sql: str) -> list[tuple[object, ...]]:
-    engine = create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+    engine = engine_for(url)
     try:
         with engine.connect() as connection:
             return [tuple(row) for row in connection.execute(text(sql))]

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.environment import engine_for
 from support.hostile_repo import ATTACK, Bait, attack_report, attacker_repo, daemons, suites, victim_repo, victim_report
 from support.sample_repo import commit, init
 from support.tests_support import roofwatch
@@ -143,7 +144,7 @@ def test_every_attack_fails_in_a_worker_on_redis_and_postgres(tmp_path: Path, li
                                                               postgres_with_password: tuple[str, str]) -> None:
     """The attacker's suite, twice, through a real worker that holds every credential (a single-host
     worker serves ingest, so it has the database): the second run shows what the first left behind."""
-    from sqlalchemy import create_engine, text
+    from sqlalchemy import text
     from support.worker_support import PrivateRedis, WorkerProcess
 
     bubblewrap.check()
@@ -165,7 +166,7 @@ def test_every_attack_fails_in_a_worker_on_redis_and_postgres(tmp_path: Path, li
     worker = WorkerProcess([], {**service, **DISTRIBUTED_SECRETS, "ROOFWATCH_DATA_DIR": str(worker_data),
                                 "ROOFWATCH_SUITE_FILE_SIZE_LIMIT": str(32 * MIB),
                                 "ROOFWATCH_SUITE_PRIVATE_SIZE": str(8 * MIB)}, tmp_path / "worker.log")
-    engine = create_engine(database_url.replace("postgresql://", "postgresql+psycopg://", 1))
+    engine = engine_for(database_url)
     survivors: list[int] = []
     try:
         roofwatch(["db", "upgrade"], service)
