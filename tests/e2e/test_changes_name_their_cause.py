@@ -168,7 +168,7 @@ min_effect = "10%"
 [[tool.roofwatch.suites]]
 name = "benchmarks"
 kind = "benchmark"
-command = "python -m pytest bench -q -p no:cacheprovider --benchmark-only --benchmark-min-rounds=3 --benchmark-max-time=0.02 --benchmark-warmup=off"
+command = "python -m pytest bench -q -p no:cacheprovider --benchmark-only --benchmark-min-rounds=5 --benchmark-max-time=0.02 --benchmark-warmup=off"
 env = { TRITON_INTERPRET = "1" }
 timeout = 300
 
@@ -182,6 +182,9 @@ timeout = 600
 """
 # The interpreter runs a kernel the same whatever its num_warps: the host wrapper's sleep, set by the
 # same constant, is what makes the head slower, so the timing follows the launch change for certain.
+# The sleeps (100 ms against 200 ms) dwarf the interpreter's few milliseconds, and five calls a process
+# keep its median off the first call's tracing: a base process is read as the head's only if three of
+# its calls are held up by 100 ms each (a loaded CI host held 40 ms sleeps up by 40 ms).
 SCALE = """\
 import time
 
@@ -202,7 +205,7 @@ def _scale_kernel(x_ptr, out_ptr, factor, n, BLOCK: tl.constexpr):
 def scale(x, factor):
     out = torch.empty_like(x)
     _scale_kernel[(triton.cdiv(x.numel(), 256),)](x, out, factor, x.numel(), BLOCK=256, num_warps=NUM_WARPS)
-    time.sleep(0.010 * NUM_WARPS)
+    time.sleep(0.025 * NUM_WARPS)
     return out
 """
 BENCH_SCALE = """\
