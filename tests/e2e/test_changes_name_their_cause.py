@@ -2,11 +2,14 @@
 
 The repository's timings are set by its commits, so the answer is certain on any host:
 
-- ``pkg/a.py``'s ``a`` sleeps 20 ms; ``pkg/b.py``'s ``b`` sleeps 20 ms, or 60 ms once the file
+- ``pkg/a.py``'s ``a`` sleeps 50 ms; ``pkg/b.py``'s ``b`` sleeps 50 ms, or 150 ms once the file
   ``leftover.flag`` exists in its working directory. Each has its own benchmark module.
-- Commit ``slower_a`` changes ``a`` only: it sleeps 30 ms and leaves ``leftover.flag`` behind. ``b``'s
+- Commit ``slower_a`` changes ``a`` only: it sleeps 75 ms and leaves ``leftover.flag`` behind. ``b``'s
   code is byte-identical, yet on the head it sleeps three times as long once ``a`` has run.
-- Commit ``faster_a`` changes ``a`` only the other way: 10 ms, and the same leftover.
+- Commit ``faster_a`` changes ``a`` only the other way: 25 ms, and the same leftover.
+
+The sleeps are long enough that a loaded host's late wake-ups (tens of milliseconds, added to every
+call alike) cannot shrink a's ±50 % below the 10 % that counts.
 
 ``roofwatch compare`` must attribute ``a``'s change to ``pkg/a.py``, report ``b``'s as an
 interaction with its evidence, and let ``a`` alone decide the check: red for ``slower_a``, green for
@@ -60,7 +63,7 @@ import time
 
 
 def b():
-    time.sleep(0.060 if os.path.exists("leftover.flag") else 0.020)
+    time.sleep(0.150 if os.path.exists("leftover.flag") else 0.050)
 """
 BENCH_A = "from pkg.a import a\n\n\ndef test_a(benchmark):\n    benchmark(a)\n"
 BENCH_B = "from pkg.b import b\n\n\ndef test_b(benchmark):\n    benchmark(b)\n"
@@ -71,9 +74,9 @@ def leftovers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     repo = tmp_path_factory.mktemp("leftovers") / "repo"
     init(repo)
     shas = {"base": commit(repo, "a and b", {
-        "pyproject.toml": PYPROJECT, "pkg/__init__.py": "", "pkg/a.py": A.format(seconds=0.020, leftover=""),
+        "pyproject.toml": PYPROJECT, "pkg/__init__.py": "", "pkg/a.py": A.format(seconds=0.050, leftover=""),
         "pkg/b.py": B, "bench/test_a.py": BENCH_A, "bench/test_b.py": BENCH_B}, 1)}
-    for when, (name, seconds) in enumerate((("slower_a", 0.030), ("faster_a", 0.010)), start=2):
+    for when, (name, seconds) in enumerate((("slower_a", 0.075), ("faster_a", 0.025)), start=2):
         git(repo, "checkout", "-q", "-b", name, shas["base"])
         shas[name] = commit(repo, f"a: {name}", {"pkg/a.py": A.format(seconds=seconds, leftover=LEAVES)}, when)
     git(repo, "checkout", "-q", "main")
