@@ -10,6 +10,7 @@ import plotly
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
+from roofwatch.common.vocabulary import UNREAD_ANALYSIS_STATES, AnalysisState
 from roofwatch.dashboard.escaping import script_json
 from roofwatch.dashboard.figures import PLOT_CONFIG
 from roofwatch.dashboard.metrics import human
@@ -47,6 +48,9 @@ TEMPLATES.env.globals["level_said"] = level_text  # a confidence as its label sa
 # A new failure or a correctness change stands for its test function's failing parametrizations.
 TEMPLATES.env.globals["failing_tests"] = failing_tests
 TEMPLATES.env.globals["parametrization"] = parametrization
+# a run page and the overview say "analysis failed" or "changes not known yet" by the vocabulary's words
+TEMPLATES.env.globals["ANALYSIS_FAILED"] = AnalysisState.FAILED
+TEMPLATES.env.globals["UNREAD_ANALYSIS_STATES"] = UNREAD_ANALYSIS_STATES
 
 
 def chart_json(figure: dict[str, Any]) -> Markup:

@@ -46,6 +46,14 @@ class ChangeKind(StrEnum):
     COMPILED_CODE = "compiled-code"
 
 
+class AnalysisState(StrEnum):
+    """How far a run has been read into its branch's history (``Run.analysis_state``)."""
+
+    NOT_READ = ""  # not a run of the branch's history, or stored before analysis states were kept
+    PENDING = "pending"  # stored; the history has not read it yet
+    RUNNING = "running"  # being read (a run left so by a killed process shows as such, never as "no change")
+    DONE = "done"
+    FAILED = "failed"  # the reason is in ``Run.analysis_error``
 
 
 def _plain(*members: StrEnum) -> tuple[str, ...]:
@@ -57,6 +65,7 @@ RUN_STATES = _plain(*RunState)
 TRIGGERS = _plain(*Trigger)
 TRIAGE_STATES = _plain(*TriageState)
 CHANGE_KINDS = _plain(*ChangeKind)
+ANALYSIS_STATES = _plain(*AnalysisState)
 
 # A run that will not change any more.
 TERMINAL_STATES = frozenset(_plain(RunState.SUCCEEDED, RunState.FAILED, RunState.ERRORED, RunState.CANCELLED,
@@ -70,6 +79,8 @@ UNDECIDED_STATES = _plain(RunState.ERRORED, RunState.CANCELLED)
 # A run whose suites ran to the end, so its measurements are a point of its series (a failed
 # correctness suite does not make the timings wrong; an errored or cancelled run has none to trust).
 MEASURED_STATES = _plain(RunState.SUCCEEDED, RunState.FAILED)
+# A run whose changes are not known yet: the overview and the run page say so rather than "no change".
+UNREAD_ANALYSIS_STATES = _plain(AnalysisState.PENDING, AnalysisState.RUNNING)
 
 # Runs of the branch's own history: a point of each series, analysed in branch order. A pull
 # request's head is not the branch; a bisection run is (it measures a commit between two of it),

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
 from roofwatch.common.redaction import redact, redact_json
-from roofwatch.common.vocabulary import RunState, Trigger
+from roofwatch.common.vocabulary import AnalysisState, RunState, Trigger
 
 Redacted = Annotated[str, AfterValidator(redact)]
 RedactedJson = Annotated[dict[str, Any], AfterValidator(redact_json)]
@@ -51,7 +51,7 @@ class RunPublic(Public):
     log_excerpt: Redacted
     error: Redacted
     suites_source: str
-    analysis_state: str
+    analysis_state: AnalysisState
     analysis_error: Redacted
     created_at: datetime
     started_at: datetime | None

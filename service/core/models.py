@@ -13,7 +13,7 @@ from sqlalchemy import JSON, BigInteger, Column, Dialect, Index, UniqueConstrain
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import AutoString, Field, SQLModel
 
-from roofwatch.common.vocabulary import ChangeKind, RunState, TriageState, Trigger
+from roofwatch.common.vocabulary import AnalysisState, ChangeKind, RunState, TriageState, Trigger
 
 
 def utcnow() -> datetime:
@@ -176,10 +176,9 @@ class Run(SQLModel, table=True):
     error: str = ""
     # Which suites ran and why: the commit's pyproject.toml or a stored config version (precedence).
     suites_source: str = ""
-    # Reading the run into its history, after it is stored: "" (not yet, or not a main-branch
-    # run), "running", "done", "failed" (with the reason in analysis_error). A run left
-    # "running" by a killed process shows as such, never as "no open change".
-    analysis_state: str = Field(default="", sa_column_kwargs={"server_default": ""})
+    # Reading the run into its history, after it is stored (``AnalysisState``).
+    analysis_state: AnalysisState = Field(default=AnalysisState.NOT_READ, sa_type=Words(AnalysisState),
+                                          sa_column_kwargs={"server_default": ""})
     analysis_error: str = Field(default="", sa_column_kwargs={"server_default": ""})
     created_at: datetime = Field(default_factory=utcnow)
     started_at: datetime | None = None

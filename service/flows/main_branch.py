@@ -19,7 +19,7 @@ from sqlmodel import Session, select
 
 from roofwatch.common.errors import RoofwatchError, UnknownRevision
 from roofwatch.common.task_names import TaskName, queue_name
-from roofwatch.common.vocabulary import Trigger
+from roofwatch.common.vocabulary import AnalysisState, Trigger
 from roofwatch.git import checkout
 from roofwatch.service.core.config import get_settings
 from roofwatch.service.core.db import session_scope
@@ -52,7 +52,7 @@ def after_run(run_id: int) -> AnalysisSummary:
         commit = session.get(Commit, run.commit_id)
         assert commit is not None
         clone_url, repository_id, sha = repository.clone_url, run.repository_id, commit.sha
-        run.analysis_state, run.analysis_error = "running", ""
+        run.analysis_state, run.analysis_error = AnalysisState.RUNNING, ""
         session.add(run)
     try:
         mirror = _mirror(clone_url, sha)  # outside any transaction; fetched only if the run's commit is not in it
@@ -61,7 +61,7 @@ def after_run(run_id: int) -> AnalysisSummary:
             steps = follow_ups(session, repository_id)
             run = session.get(Run, run_id)
             assert run is not None
-            run.analysis_state = "done"
+            run.analysis_state = AnalysisState.DONE
             session.add(run)
     except BaseException as exc:
         _analysis_failed(run_id, "interrupted" if isinstance(exc, KeyboardInterrupt)
@@ -78,7 +78,7 @@ def _analysis_failed(run_id: int, reason: str) -> None:
         with session_scope() as session:
             run = session.get(Run, run_id)
             if run is not None:
-                run.analysis_state, run.analysis_error = "failed", reason[:2000]
+                run.analysis_state, run.analysis_error = AnalysisState.FAILED, reason[:2000]
                 session.add(run)
     except Exception:  # the database itself may be what failed: the original error is raised
         log.exception("run %s: could not record that its analysis failed", run_id)

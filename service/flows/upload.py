@@ -28,7 +28,7 @@ from sqlmodel import Session, col, select
 from roofwatch.ab import abtest, fdr
 from roofwatch.common.envelope import CommitRecord, DeviceInfo, Envelope, SuiteResult
 from roofwatch.common.redaction import redact_json
-from roofwatch.common.vocabulary import RunState, Trigger
+from roofwatch.common.vocabulary import AnalysisState, RunState, Trigger
 from roofwatch.git import checkout
 from roofwatch.result_files.uploads import ParsedResults, UploadFormatError, read_results
 from roofwatch.service.analysis import compare, lifecycle, single_runs
@@ -137,7 +137,7 @@ def upload(session: Session, request: UploadRequest) -> UploadOutcome:
                             device=device, suites=[result], started_at=now, finished_at=now)
         ingest_envelope(session, envelope)
         summary = analyze_run(session, run.id, lambda good, bad: checkout.rev_range(mirror, f"{good}..{bad}"))  # type: ignore[arg-type]
-        run.analysis_state = "done"  # in the upload's transaction: a failure rolls the whole upload back
+        run.analysis_state = AnalysisState.DONE  # in the upload's transaction: a failure rolls the whole upload back
         candidates = [session.get(Change, change_id) for change_id in summary.changes]
         outcome.unconfirmed = [_describe(c) for c in candidates if c is not None and c.phase != lifecycle.CONFIRMED]
         if outcome.unconfirmed:

@@ -16,7 +16,7 @@ from roofwatch.common.envelope import ENVELOPE_VERSION, DeviceInfo, Envelope, Me
 from roofwatch.common.metrics import is_memory_suite
 from roofwatch.common.redaction import redact_json
 from roofwatch.common.sampling import reservoir, seed_for
-from roofwatch.common.vocabulary import MEASURED_STATES, TERMINAL_STATES, RunState
+from roofwatch.common.vocabulary import MEASURED_STATES, TERMINAL_STATES, AnalysisState, RunState
 from roofwatch.roofline import Peaks, RooflineError
 from roofwatch.service.core.errors import IngestError
 from roofwatch.service.core.fingerprint import benchmark_fingerprint
@@ -129,7 +129,7 @@ def ingest_envelope(session: Session, envelope: Envelope) -> Run:
     run.state = RunState(envelope.status)
     run.error = envelope.reason
     if run.state in MEASURED_STATES:  # runs whose measurements are read into a history
-        run.analysis_state = "pending"  # until main_branch.after_run has read it into history
+        run.analysis_state = AnalysisState.PENDING  # until main_branch.after_run has read it into history
     run.suites_source = envelope.suites_source
     run.log_excerpt = "\n".join(excerpts)[-LOG_EXCERPT_LIMIT:]
     run.started_at = run.started_at or envelope.started_at

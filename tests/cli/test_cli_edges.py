@@ -11,6 +11,7 @@ import pytest
 from support.sample_repo import build_history, commit, init
 from support.tests_support import roofwatch
 
+from roofwatch.common.vocabulary import AnalysisState
 from roofwatch.service.core.db import session_scope
 from roofwatch.service.core.models import Run
 
@@ -183,3 +184,13 @@ def test_an_analysis_that_fails_is_shown_on_the_run_not_as_no_change(
     assert "analysis failed: RuntimeError: the history did not fit" in client.get(f"/runs/{row['run']}").text
     overview = client.get("/").text
     assert "analysis failed" in overview and "no open change at this commit" not in overview
+
+    # A run stored but not yet read into its history says so on both pages, never "no open change".
+    with session_scope() as session:
+        run = session.get(Run, row["run"])
+        assert run is not None
+        run.analysis_state = AnalysisState.PENDING
+        session.add(run)
+    assert "analysis pending: its changes are not known yet" in client.get(f"/runs/{row['run']}").text
+    overview = client.get("/").text
+    assert "analysis pending: changes not known yet" in overview and "no open change at this commit" not in overview

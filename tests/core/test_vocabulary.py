@@ -30,7 +30,7 @@ def test_the_sets_relate_as_their_rules_say() -> None:
                                    v.HEAD_TRIGGERS, v.BRANCH_HISTORY_TRIGGERS, v.LATEST_EXCLUDED_TRIGGERS,
                                    v.OFF_BRANCH_TRIGGERS, v.ACTIVE_STATES, v.PASSING_STATES, v.UNDECIDED_STATES,
                                    v.GITHUB_TRIGGERS, v.CLOSED_STATES, v.NARROWED_STATES, v.PERFORMANCE_KINDS,
-                                   v.CORRECTNESS_KINDS])
+                                   v.CORRECTNESS_KINDS, v.ANALYSIS_STATES, v.UNREAD_ANALYSIS_STATES])
 def test_sets_are_plain_strings_a_query_binds_as_they_are(named: tuple[str, ...]) -> None:
     assert all(type(member) is str for member in named)
 
@@ -47,7 +47,8 @@ def test_no_named_set_is_spelled_out_again(spelled: str) -> None:
 WORDS = {"run states": set(v.RUN_STATES), "triggers": set(v.TRIGGERS), "triage states": set(v.TRIAGE_STATES),
          "change kinds": set(v.CHANGE_KINDS)}
 # The fields a record keeps its words in, and the words each may hold.
-FIELDS = {"state": set(v.RUN_STATES) | set(v.TRIAGE_STATES), "trigger": set(v.TRIGGERS), "kind": set(v.CHANGE_KINDS)}
+FIELDS = {"state": set(v.RUN_STATES) | set(v.TRIAGE_STATES), "trigger": set(v.TRIGGERS), "kind": set(v.CHANGE_KINDS),
+          "analysis_state": set(v.ANALYSIS_STATES) - {""}}
 CHECKED = ("service", "dashboard", "workers", "roofwatch/common", "roofwatch/ab", "roofwatch/git", "roofwatch/suite_config",
            "roofwatch/result_files")
 
@@ -130,6 +131,7 @@ def test_a_records_state_trigger_or_kind_is_read_and_written_as_a_vocabulary_mem
     ('run.state, run.error = "errored", why', True),
     ('select(Run).where(Run.trigger != "pull_request")', True),
     ('Change(kind="perf-regression")', True),
+    ('run.analysis_state, run.analysis_error = "failed", why', True),
     ('if run.state == RunState.QUEUED: pass', False),
     ('if suite.kind == "benchmark": pass', False),  # a suite's kind, not a change's
     ('status = "failed"', False),  # not a record's state field

@@ -1,4 +1,4 @@
-"""A record's state, trigger and kind columns hold the vocabulary's words: stored as the plain strings they
+"""A record's state, trigger, kind and analysis-state columns hold the vocabulary's words: stored as the plain strings they
 always were, read back as members, refused on write when the vocabulary lacks them (0020 rewrote the one
 word that was stored outside it)."""
 
@@ -10,7 +10,7 @@ from sqlalchemy.exc import StatementError
 from sqlmodel import Session, select
 from support.environment import engine_for
 
-from roofwatch.common.vocabulary import ChangeKind, RunState, TriageState, Trigger
+from roofwatch.common.vocabulary import AnalysisState, ChangeKind, RunState, TriageState, Trigger
 from roofwatch.service.core.db import downgrade, migrate
 from roofwatch.service.core.models import Change, Commit, Comparison, Repository, Run
 
@@ -33,16 +33,19 @@ def test_words_are_stored_as_plain_strings_and_read_back_as_members(database_url
     migrate(database_url)
     engine = engine_for(database_url)
     with Session(engine) as session:
-        run = _run(session, "words-1", trigger=Trigger.PUSH, state=RunState.RUNNING)
+        run = _run(session, "words-1", trigger=Trigger.PUSH, state=RunState.RUNNING,
+                   analysis_state=AnalysisState.FAILED)
+        unread = _run(session, "words-1b")  # the default: not read into a history
         change = Change(repository_id=run.repository_id, kind=ChangeKind.NUMERICS_DRIFT, state=TriageState.EXPECTED)
         comparison = Comparison(repository_id=run.repository_id, base_commit_id=run.commit_id,
                                 head_commit_id=run.commit_id, idempotency_key="words-cmp", state=RunState.FAILED)
         session.add_all([change, comparison])
         session.commit()
         stored = session.connection().execute(text(
-            "SELECT r.\"trigger\", r.state, c.kind, c.state, m.state FROM run r, \"change\" c, comparison m "
-            "WHERE r.id = :r AND c.id = :c AND m.id = :m"), {"r": run.id, "c": change.id, "m": comparison.id}).one()
-        assert tuple(stored) == ("push", "running", "numerics-drift", "expected", "failed")
+            "SELECT r.\"trigger\", r.state, r.analysis_state, u.analysis_state, c.kind, c.state, m.state "
+            "FROM run r, run u, \"change\" c, comparison m WHERE r.id = :r AND u.id = :u AND c.id = :c AND m.id = :m"),
+            {"r": run.id, "u": unread.id, "c": change.id, "m": comparison.id}).one()
+        assert tuple(stored) == ("push", "running", "failed", "", "numerics-drift", "expected", "failed")
         assert all(type(word) is str for word in stored)  # the schema and the rows are what they were
 
     with Session(engine) as session:  # read back fresh, not from the identity map
@@ -52,6 +55,9 @@ def test_words_are_stored_as_plain_strings_and_read_back_as_members(database_url
         assert (run.trigger, run.state, change.kind, change.state, comparison.state) == (
             Trigger.PUSH, RunState.RUNNING, ChangeKind.NUMERICS_DRIFT, TriageState.EXPECTED, RunState.FAILED)
         assert type(run.state) is RunState and type(change.kind) is ChangeKind
+        assert run.analysis_state is AnalysisState.FAILED
+        assert session.exec(select(Run.analysis_state).where(Run.idempotency_key == "words-1b")).one() is \
+            AnalysisState.NOT_READ
         # a query binds a member or its plain string alike
         assert session.exec(select(Run.id).where(Run.state == "running", Run.trigger == Trigger.PUSH)).one() == run.id
     engine.dispose()
