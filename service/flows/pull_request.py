@@ -33,7 +33,9 @@ from roofwatch.service.records.runs import upsert_commit
 
 log = logging.getLogger(__name__)
 
-RUN_STATE_OF_COMPARISON: dict[str, RunState] = {state: state for state in (RunState.SUCCEEDED, RunState.FAILED, RunState.ERRORED)}
+# A comparison that ended gives the run it decides its own state; one that did not (a state no worker should
+# leave it in when it asks for the verdict) leaves the run errored, never passing.
+ENDED_COMPARISON_STATES = frozenset({RunState.SUCCEEDED, RunState.FAILED, RunState.ERRORED})
 
 
 @dataclass(frozen=True)
@@ -116,7 +118,7 @@ def finish(comparison_id: int) -> None:
         if run.state == RunState.CANCELLED:
             log.info("run %s was cancelled; its verdict is not posted", run.id)
             return
-        run.state = RUN_STATE_OF_COMPARISON.get(comparison.state, RunState.ERRORED)
+        run.state = RunState(comparison.state) if comparison.state in ENDED_COMPARISON_STATES else RunState.ERRORED
         run.error, run.device_id = comparison.error, comparison.device_id
         run.suites_source = details_of(comparison).get("suites_source", "")
         run.started_at = run.started_at or comparison.created_at
