@@ -154,10 +154,14 @@ class Regression:
         self.full = np.hstack([self.full, new])
         return list(range(first, first + new.shape[1]))
 
-    def eliminate(self, steps: Sequence[int], columns: Sequence[int] | None, alpha: float, searched: float = 0.0) -> Fit:
+    def eliminate(self, steps: Sequence[int], columns: Sequence[int] | None, alpha: float, searched: float = 0.0,
+                  bound: float = math.inf) -> Fit:
         """Backward elimination of ``steps`` (the least significant first) with drift ``columns`` of ``basis`` in.
 
-        ``searched``: extra BIC parameters the drift is charged for what was searched to choose it.
+        ``searched``: extra BIC parameters the drift is charged for what was searched to choose it. ``bound``: a
+        BIC the caller already has; a fit that cannot come under it is abandoned, returned with an infinite RSS.
+        Each step that leaves raises the RSS and the drift's parameters stay, so the BIC of the RSS so far with
+        the drift's parameters alone is a floor under every fit the elimination can still return.
         """
         fixed = [0, *(1 + c for c in (columns or ()))]
         k = np.asarray(sorted(set(steps)), dtype=int)
@@ -178,6 +182,8 @@ class Regression:
                     continue
             coef = inverse @ cross[active]
             rss = max(total - float(coef @ cross[active]), 1e-300)
+            if self.n * math.log(rss) + math.log(self.n) * (len(fixed) + searched) >= bound:
+                return Fit([], [], [], [], math.inf, len(fixed) + searched)
             dof = self.n - len(fixed) - len(active)
             if dof < 1:
                 active.pop()
@@ -286,7 +292,7 @@ def choose(regression: Regression, candidates: Sequence[int], level_steps: Seque
         wave = regression.add(waves(n, np.array([f])))
         drifts += [(wave, SINE_COST), ([0, *wave], SINE_COST)] if SINE_ALONE else [([0, *wave], SINE_COST)]
     for columns, searched in drifts:
-        fit = regression.eliminate(pool, columns, DRIFT_ALPHA, searched)
+        fit = regression.eliminate(pool, columns, DRIFT_ALPHA, searched, bound=best.fit.bic(n))
         if fit.bic(n) < best.fit.bic(n):
             best = Choice(columns, fit)
     return best

@@ -55,6 +55,7 @@ class Watch:
         self.w = np.zeros((count, TAIL))
         self.noise = _Noise(*(np.zeros(count) for _ in range(4)))
         self.changes: list[list[ChangePoint]] = []
+        self.searches = 0  # detect calls made by append: what an incremental update costs
         for i, history in enumerate(histories):
             values = np.asarray(history, dtype=float)
             found = list(changes[i]) if changes is not None else detect(values, min_size=min_size)
@@ -141,6 +142,7 @@ class Watch:
 
     def _search(self, i: int) -> list[ChangePoint]:
         """``detect`` on series ``i``'s recent raw values; the changes after its latest one are new."""
+        self.searches += 1
         seen = int(min(self.length[i], SEARCH))
         offset = int(self.length[i]) - seen
         recent = self.raw[i, SEARCH - seen:]
