@@ -88,6 +88,29 @@ def options(n: int) -> list[list[int]]:
             list(range(first + every))]
 
 
+@lru_cache(maxsize=8)
+def _unweighted(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A level and ``basis(n)`` as columns, their products and their suffix sums, for a series whose every value
+    weighs 1 (read-only): made once per length by the same arithmetic a weighted series gets, so the numbers
+    are the same to the last bit."""
+    full = np.column_stack([np.ones(n), basis(n)])
+    weighted = full * np.ones(n)[:, None]  # as a weighted series forms them (``full.T @ full`` may take another route)
+    zz = full.T @ weighted
+    suffix_z = np.vstack([np.cumsum(weighted[::-1], axis=0)[::-1], np.zeros((1, full.shape[1]))])
+    for array in (full, zz, suffix_z):
+        array.flags.writeable = False
+    return full, zz, suffix_z
+
+
+@lru_cache(maxsize=64)
+def _unweighted_inverse(n: int, fixed: tuple[int, ...]) -> np.ndarray:
+    """``_symmetric_inverse`` of the unweighted products of the level and basis columns ``fixed`` (read-only)."""
+    _full, zz, _suffix = _unweighted(n)
+    out = _symmetric_inverse(zz[np.ix_(fixed, fixed)])
+    out.flags.writeable = False
+    return out
+
+
 def _symmetric_inverse(matrix: np.ndarray) -> np.ndarray:
     """Inverse of a normal matrix through its Cholesky factor, a tenth of the cost of an SVD at 45 columns; the
     pseudo-inverse where it is singular or too ill-conditioned for Cholesky to be trusted (a weight of zero
@@ -131,12 +154,20 @@ class Regression:
         n = len(y)
         self.n = n
         self.y, self.w = y, w
-        self.full = np.column_stack([np.ones(n), basis(n)])
-        weighted = self.full * w[:, None]
-        self.zz = self.full.T @ weighted
-        self.zy = weighted.T @ y
+        # Most series weigh every value 1 (one mode, nothing measured twice): their products of the basis depend
+        # on the length alone, and are formed once per length
+        self.unweighted = bool(np.all(w == 1.0))
+        if self.unweighted:
+            self.full, self.zz, self.suffix_z = _unweighted(n)
+            self.zy = (self.full * w[:, None]).T @ y
+        else:
+            self.full = np.column_stack([np.ones(n), basis(n)])
+            weighted = self.full * w[:, None]
+            self.zz = self.full.T @ weighted
+            self.zy = weighted.T @ y
+            self.suffix_z = np.vstack([np.cumsum(weighted[::-1], axis=0)[::-1], np.zeros((1, self.full.shape[1]))])
+        self.basis_columns = self.full.shape[1]  # columns beyond these were added for this series alone
         self.yy = float(np.sum(w * y * y))
-        self.suffix_z = np.vstack([np.cumsum(weighted[::-1], axis=0)[::-1], np.zeros((1, self.full.shape[1]))])
         self.suffix_w = np.concatenate([np.cumsum(w[::-1])[::-1], [0.0]])
         self.suffix_y = np.concatenate([np.cumsum((w * y)[::-1])[::-1], [0.0]])
         self._drift_fits: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, float]] = {}
@@ -211,7 +242,10 @@ class Regression:
         every drift model is eliminated against more than once)."""
         key = tuple(fixed)
         if key not in self._drift_fits:
-            inverse_zz = _symmetric_inverse(self.zz[np.ix_(fixed, fixed)])
+            if self.unweighted and max(fixed) < self.basis_columns:
+                inverse_zz = _unweighted_inverse(self.n, key)
+            else:
+                inverse_zz = _symmetric_inverse(self.zz[np.ix_(fixed, fixed)])
             zy = self.zy[fixed]
             coef = inverse_zz @ zy
             self._drift_fits[key] = (inverse_zz, coef, self.yy - float(zy @ inverse_zz @ zy))
