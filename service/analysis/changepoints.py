@@ -45,7 +45,8 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from functools import lru_cache
 
 import numpy as np
 from scipy import special
@@ -106,6 +107,7 @@ class _Sums:
     """Weighted prefix sums, so any window's mean and spread cost O(1)."""
 
     def __init__(self, y: np.ndarray, w: np.ndarray) -> None:
+        self.unweighted = bool(np.all(w == 1.0))
         self.w = np.concatenate([[0.0], np.cumsum(w)])
         self.wy = np.concatenate([[0.0], np.cumsum(w * y)])
         self.wyy = np.concatenate([[0.0], np.cumsum(w * y * y)])
@@ -222,9 +224,24 @@ def _sharp_test(y: np.ndarray, w: np.ndarray, k: int, lo: int, hi: int) -> _Step
     return _Step(float(coef[1]), se, _t_p(float(coef[1]) / se, dof))
 
 
-def _candidates(sums: _Sums, sigma: float, n: int, min_size: int) -> list[int]:
-    """Seeded binary segmentation: every interval's best CUSUM split, the strongest first."""
-    found: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # per scale: -|z|, start, end, split
+@dataclass(frozen=True)
+class _Scale:
+    """One scale of the seeded intervals: their starts, ends and splits, and each split's weights and CUSUM root."""
+
+    size: int
+    starts: np.ndarray
+    k: np.ndarray  # per interval × split
+    s: np.ndarray
+    e: np.ndarray
+    ok: np.ndarray
+    wl: np.ndarray
+    wr: np.ndarray
+    root: np.ndarray  # sqrt(1/wl + 1/wr)
+
+
+def _scales(cumulative_w: np.ndarray, n: int, min_size: int) -> list[_Scale]:
+    """The seeded intervals at every scale (lengths shrinking by √2), weighed by the prefix sums ``cumulative_w``."""
+    out = []
     length = float(n)
     while length >= 2 * min_size:
         size = int(round(length))
@@ -232,17 +249,39 @@ def _candidates(sums: _Sums, sigma: float, n: int, min_size: int) -> list[int]:
         splits = np.arange(min_size, size - min_size + 1)
         k = starts[:, None] + splits[None, :]
         s, e = starts[:, None], starts[:, None] + size
-        wl, wr = sums.w[k] - sums.w[s], sums.w[e] - sums.w[k]
+        wl, wr = cumulative_w[k] - cumulative_w[s], cumulative_w[e] - cumulative_w[k]
         ok = (wl > 0) & (wr > 0)
         wl, wr = np.where(ok, wl, 1.0), np.where(ok, wr, 1.0)
+        out.append(_Scale(size, starts, k, s, e, ok, wl, wr, np.sqrt(1 / wl + 1 / wr)))
+        length /= math.sqrt(2)
+    return out
+
+
+@lru_cache(maxsize=8)
+def _unweighted_scales(n: int, min_size: int) -> list[_Scale]:
+    """``_scales`` of a series whose every value weighs 1: the same for every series of its length."""
+    scales = _scales(np.concatenate([[0.0], np.cumsum(np.ones(n))]), n, min_size)
+    for scale in scales:  # shared by every series of this length: read-only
+        for field in fields(scale):
+            value = getattr(scale, field.name)
+            if isinstance(value, np.ndarray):
+                value.flags.writeable = False
+    return scales
+
+
+def _candidates(sums: _Sums, sigma: float, n: int, min_size: int) -> list[int]:
+    """Seeded binary segmentation: every interval's best CUSUM split, the strongest first."""
+    found: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # per scale: -|z|, start, end, split
+    scales = _unweighted_scales(n, min_size) if sums.unweighted else _scales(sums.w, n, min_size)
+    for scale in scales:
+        starts, k, s, e, ok, wl, wr, size = scale.starts, scale.k, scale.s, scale.e, scale.ok, scale.wl, scale.wr, scale.size
         diff = (sums.wy[e] - sums.wy[k]) / wr - (sums.wy[k] - sums.wy[s]) / wl
-        z = np.where(ok, np.abs(diff) / (sigma * np.sqrt(1 / wl + 1 / wr)), 0.0)
+        z = np.where(ok, np.abs(diff) / (sigma * scale.root), 0.0)
         best = np.argmax(z, axis=1)
         rows = np.arange(len(starts))
         top = z[rows, best]
         passed = top > CANDIDATE_Z
         found.append((-top[passed], starts[passed], starts[passed] + size, k[rows, best][passed]))
-        length /= math.sqrt(2)
     if not found:
         return []
     negative_z, start, end, split = (np.concatenate(column) for column in zip(*found))
