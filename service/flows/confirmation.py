@@ -97,10 +97,21 @@ def pending(session: Session, repository_id: int) -> list[Confirm]:
             continue  # being measured
         elif _measure_again(latest) and len(attempts) < MAX_ATTEMPTS:
             requests[pair] = Confirm(repository_id, device.id, *pair[1:], attempt=len(attempts))  # type: ignore[arg-type]
+        elif not _measured(session, latest, change) and len(attempts) < MAX_ATTEMPTS:
+            # Raised after the pair's A/B, which measured other benchmarks (a later run saw this step): it is
+            # measured now, never rejected on an A/B that did not look at it.
+            requests[pair] = Confirm(repository_id, device.id, *pair[1:], attempt=len(attempts))  # type: ignore[arg-type]
         else:
             # Decided before this candidate appeared (an A/B asked for by another benchmark).
             _decide(session, latest, [change], final=True)
     return list(requests.values())
+
+
+def _measured(session: Session, comparison: Comparison, change: Change) -> bool:
+    """Did ``comparison`` measure ``change``'s benchmark? (A change without one, a test's, is decided by any.)"""
+    if change.benchmark_id is None:
+        return True
+    return any(result.benchmark_id == change.benchmark_id for result, _ in results_of(session, comparison.id))  # type: ignore[arg-type]
 
 
 def apply(session: Session, comparison_id: int) -> list[int]:

@@ -187,3 +187,42 @@ def test_a_move_of_identical_code_is_never_confirmed_and_a_confirmed_one_says_wh
         assert [(row["kind"], row["why"]) for row in listed] == [
             ("perf-regression", "imported file changed: kernels/rmsnorm.py")]
     assert ("softmax", "perf-improvement") in _changes() and _changes()[("softmax", "perf-improvement")] == "rejected"
+
+
+def _candidate(ids: dict[str, int], name: str) -> None:
+    """A slowdown of ``name`` raised at the pair after its A/B (a later run saw it)."""
+    with session_scope() as session:
+        session.add(Change(repository_id=ids["repository"], benchmark_id=ids[name], kind="perf-regression",
+                           phase="confirming", device_id=ids["device"], range_start_sha="a" * 40,
+                           range_end_sha="b" * 40, range_start_position=4, range_end_position=5,
+                           first_bad_commit_id=ids["bad"]))
+
+
+def test_a_candidate_raised_after_its_pairs_ab_is_measured_not_rejected_unseen(pair: dict[str, int]) -> None:
+    comparison = _ab(pair, {"rmsnorm": 2.0, "softmax": 1.0})
+    with session_scope() as session:
+        confirmation.apply(session, comparison)
+    _candidate(pair, "matmul")
+    with session_scope() as session:
+        again = confirmation.pending(session, pair["repository"])
+        assert [(c.good_sha[0], c.bad_sha[0], c.attempt) for c in again] == [("a", "b", 1)]
+        assert confirmation.candidate_keys(session, again[0]) == ("benchmarks::matmul",)
+    assert _changes()[("matmul", "perf-regression")] == "confirming"
+
+    comparison = _ab(pair, {"matmul": 2.0}, attempt=1)
+    with session_scope() as session:
+        assert confirmation.apply(session, comparison)
+    assert _changes() == {("rmsnorm", "perf-regression"): "confirmed", ("softmax", "perf-improvement"): "rejected",
+                          ("matmul", "perf-regression"): "confirmed"}
+
+
+def test_after_the_last_ab_of_a_pair_an_unmeasured_candidate_is_rejected_with_the_reason(pair: dict[str, int]) -> None:
+    for attempt in range(confirmation.MAX_ATTEMPTS):
+        comparison = _ab(pair, {"rmsnorm": 2.0, "softmax": 1.0}, attempt=attempt)
+        with session_scope() as session:
+            confirmation.apply(session, comparison)
+    _candidate(pair, "copy")
+    with session_scope() as session:
+        assert confirmation.pending(session, pair["repository"]) == []
+        change = session.exec(select(Change).where(Change.benchmark_id == pair["copy"])).one()
+        assert change.phase == "rejected" and change.details["rejected"] == "not measured by the A/B"
