@@ -274,14 +274,14 @@ def _candidates(sums: _Sums, sigma: float, n: int, min_size: int) -> list[int]:
     found: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # per scale: -|z|, start, end, split
     scales = _unweighted_scales(n, min_size) if sums.unweighted else _scales(sums.w, n, min_size)
     for scale in scales:
-        starts, k, s, e, ok, wl, wr, size = scale.starts, scale.k, scale.s, scale.e, scale.ok, scale.wl, scale.wr, scale.size
-        diff = (sums.wy[e] - sums.wy[k]) / wr - (sums.wy[k] - sums.wy[s]) / wl
-        z = np.where(ok, np.abs(diff) / (sigma * scale.root), 0.0)
+        k, s, e = scale.k, scale.s, scale.e
+        diff = (sums.wy[e] - sums.wy[k]) / scale.wr - (sums.wy[k] - sums.wy[s]) / scale.wl
+        z = np.where(scale.ok, np.abs(diff) / (sigma * scale.root), 0.0)
         best = np.argmax(z, axis=1)
-        rows = np.arange(len(starts))
+        rows = np.arange(len(scale.starts))
         top = z[rows, best]
         passed = top > CANDIDATE_Z
-        found.append((-top[passed], starts[passed], starts[passed] + size, k[rows, best][passed]))
+        found.append((-top[passed], scale.starts[passed], scale.starts[passed] + scale.size, k[rows, best][passed]))
     if not found:
         return []
     negative_z, start, end, split = (np.concatenate(column) for column in zip(*found))

@@ -88,15 +88,20 @@ def options(n: int) -> list[list[int]]:
             list(range(first + every))]
 
 
+def _products(full: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The columns ``full`` weighted by ``w``, their normal matrix and their suffix sums (a zero row last)."""
+    weighted = full * w[:, None]  # also when every weight is 1: ``full.T @ full`` may take another BLAS route
+    return weighted, full.T @ weighted, np.vstack([np.cumsum(weighted[::-1], axis=0)[::-1],
+                                                   np.zeros((1, full.shape[1]))])
+
+
 @lru_cache(maxsize=8)
 def _unweighted(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A level and ``basis(n)`` as columns, their products and their suffix sums, for a series whose every value
-    weighs 1 (read-only): made once per length by the same arithmetic a weighted series gets, so the numbers
-    are the same to the last bit."""
+    """A level and ``basis(n)`` as columns, their normal matrix and their suffix sums, for a series whose every
+    value weighs 1 (read-only): made once per length by ``_products``, as a weighted series gets them, so the
+    numbers are the same to the last bit."""
     full = np.column_stack([np.ones(n), basis(n)])
-    weighted = full * np.ones(n)[:, None]  # as a weighted series forms them (``full.T @ full`` may take another route)
-    zz = full.T @ weighted
-    suffix_z = np.vstack([np.cumsum(weighted[::-1], axis=0)[::-1], np.zeros((1, full.shape[1]))])
+    _weighted, zz, suffix_z = _products(full, np.ones(n))
     for array in (full, zz, suffix_z):
         array.flags.writeable = False
     return full, zz, suffix_z
@@ -159,13 +164,11 @@ class Regression:
         self.unweighted = bool(np.all(w == 1.0))
         if self.unweighted:
             self.full, self.zz, self.suffix_z = _unweighted(n)
-            self.zy = (self.full * w[:, None]).T @ y
+            weighted = self.full
         else:
             self.full = np.column_stack([np.ones(n), basis(n)])
-            weighted = self.full * w[:, None]
-            self.zz = self.full.T @ weighted
-            self.zy = weighted.T @ y
-            self.suffix_z = np.vstack([np.cumsum(weighted[::-1], axis=0)[::-1], np.zeros((1, self.full.shape[1]))])
+            weighted, self.zz, self.suffix_z = _products(self.full, w)
+        self.zy = weighted.T @ y
         self.basis_columns = self.full.shape[1]  # columns beyond these were added for this series alone
         self.yy = float(np.sum(w * y * y))
         self.suffix_w = np.concatenate([np.cumsum(w[::-1])[::-1], [0.0]])
