@@ -74,6 +74,7 @@ SHORT_SIDE = 12  # ... when it has fewer points than this
 PLACE_PASSES = 3  # rounds of moving each step to the best split between its neighbours
 FLOOR_SHARE = 0.2  # of a stretch's values, for the density at its floor
 FLOOR_GAIN = 8.0  # floor_gain a stretch passes once in a hundred or less, any length up to 512, half-normal or half-t
+GROWN_ALPHA = 1e-3  # per step found by growing, in its local windows once placed (see detect)
 GROW_ROUNDS = 3  # rounds of looking for one more step in each stretch between the kept ones
 # What the largest |z| of the Mann-Whitney statistic over a stretch's splits (each side ≥ DEFAULT_MIN_SIZE) passes
 # once in a hundred stretches of exchangeable values, by the stretch's length: ranks make it the same for any
@@ -534,6 +535,10 @@ def detect(values: Sequence[float] | np.ndarray, *, alpha: float = DEFAULT_ALPHA
             for i in range(len(placed)):
                 placed[i] = _mode_split(x, noise, y, w, placed, i, MODE_PLACE_REACH)
             steps = [(k, step) for k, (_, step) in zip(placed, steps)]
+    # a step found by growing must hold in its own windows once placed: the rank statistic that grew it can be carried
+    # by a new step's first commits at the very end, which the cleaning clips, and the split it added lies elsewhere.
+    # Only here, at the end: a bimodal series' modes are read again within every step found first, held or not
+    steps = [(k, step) for k, step in steps if step.p_value < GROWN_ALPHA]
     positions = [k for k, _ in steps]
     found = [_location(raw, rows, y, w, noise, positions, i, step, window) for i, (_, step) in enumerate(steps)]
     if noise.bimodal:
@@ -576,7 +581,7 @@ def _level_steps(x: np.ndarray, noise: Noise, alpha: float, min_size: int, windo
             break
         kept.pop(int(np.argmax(p)))
     # sized with the drift in: a step on a slope is not the difference of the windows' means
-    fit = regression.eliminate(kept, choice.columns, 1.0)
+    fit = regression.eliminate(kept, choice.columns, alpha)
     return y, w, [(k, _Step(d, se, p)) for k, d, se, p in zip(fit.steps, fit.log_steps, fit.ses, fit.p_values)]
 
 
