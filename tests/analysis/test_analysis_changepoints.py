@@ -13,7 +13,7 @@ from scipy import special
 
 from bench.changepoints.generator import FAMILIES, generate_cell
 from bench.changepoints.score import aggregate
-from roofwatch.service.analysis import changepoints
+from roofwatch.service.analysis import changepoints, drift
 from roofwatch.service.analysis import noise as noise_module
 from roofwatch.service.analysis.changepoints import detect
 
@@ -231,6 +231,44 @@ def test_a_step_on_drift_is_found_and_the_drift_is_not(kind: str, step: float, s
     found = detect(_series(DRIFTS[kind], seed, step))
     assert [cp.shift for cp in found] == ["location"], found
     assert abs(found[0].index - STEP_AT) <= 2 and np.sign(found[0].change_pct) == np.sign(step)
+
+
+WARM_UPS_BETWEEN = {  # time constants between the fixed ones of the drift basis (12 and 36 commits)
+    "warm-up 4 %, tau 20": with_drift(lambda t: 0.04 * (1 - np.exp(-t / 20))),
+    "warm-up 4 % in 1 % noise, tau 20": with_drift(lambda t: 0.04 * (1 - np.exp(-t / 20)), sd=0.01),
+    "warm-up 5 % in 1 % noise, tau 18": with_drift(lambda t: 0.05 * (1 - np.exp(-t / 18)), sd=0.01),
+    "warm-up -3 % in 1 % noise, tau 22": with_drift(lambda t: -0.03 * (1 - np.exp(-t / 22)), sd=0.01),
+}
+
+
+@pytest.mark.parametrize("kind", WARM_UPS_BETWEEN)
+@pytest.mark.parametrize("seed", range(12))
+def test_a_warm_up_of_its_own_time_constant_is_silent(kind: str, seed: int) -> None:
+    """With only the basis' three time constants, a step near commit 20 fitted these better (6 of 48 raised one)."""
+    assert detect(_series(WARM_UPS_BETWEEN[kind], seed)) == []
+
+
+@pytest.mark.parametrize("tau", [5.0, 20.0, 70.0])
+def test_a_warm_up_s_time_constant_is_read_from_the_series(tau: float) -> None:
+    values = 0.03 * (1 - np.exp(-np.arange(N) / tau))
+    nearest = drift.WARMUP_GRID[int(np.argmin(np.abs(np.log(drift.WARMUP_GRID / tau))))]
+    assert drift._likeliest_warmup(drift.Regression(values, np.ones(N))) == nearest
+
+
+_ALTERNATING = np.where(np.arange(N) % 2 == 0, 0.01, -0.01)  # 1 % of noise that neither a step nor a line explains
+
+
+@pytest.mark.parametrize(("shape", "columns", "steps"), [
+    ("step", None, [STEP_AT]),  # 0.8 % in mid-series, of which a line explains three quarters
+    ("line", [0], []),  # the same 0.8 % as a ramp over the series
+])
+def test_a_near_tie_of_a_step_and_a_line_goes_to_what_the_series_is(shape: str, columns: list[int] | None,
+                                                                    steps: list[int]) -> None:
+    """A line of one parameter against a step's three had won this tie (``drift.LINE_COST``)."""
+    t = np.arange(N)
+    values = _ALTERNATING + 0.008 * ((t >= STEP_AT) if shape == "step" else (t - STEP_AT) / STEP_AT)
+    choice = drift.choose(drift.Regression(values, np.ones(N)), [STEP_AT], [STEP_AT])
+    assert choice.columns == columns and choice.fit.steps == steps
 
 
 def _episodes(at: list[int], length: int, slowdown: float, sd: float) -> Noise:
