@@ -95,11 +95,9 @@ def pending(session: Session, repository_id: int) -> list[Confirm]:
             requests[pair] = Confirm(repository_id, device.id, *pair[1:])  # type: ignore[arg-type]
         elif latest.finished_at is None:
             continue  # being measured
-        elif _measure_again(latest) and len(attempts) < MAX_ATTEMPTS:
-            requests[pair] = Confirm(repository_id, device.id, *pair[1:], attempt=len(attempts))  # type: ignore[arg-type]
-        elif not _measured(session, latest, change) and len(attempts) < MAX_ATTEMPTS:
-            # Raised after the pair's A/B, which measured other benchmarks (a later run saw this step): it is
-            # measured now, never rejected on an A/B that did not look at it.
+        elif (_measure_again(latest) or not _measured(session, latest, change)) and len(attempts) < MAX_ATTEMPTS:
+            # Again: the A/B could not settle, or it measured other benchmarks than this candidate's (a later run
+            # raised this step after it) — a candidate is never rejected on an A/B that did not look at it.
             requests[pair] = Confirm(repository_id, device.id, *pair[1:], attempt=len(attempts))  # type: ignore[arg-type]
         else:
             # Decided before this candidate appeared (an A/B asked for by another benchmark).
@@ -111,7 +109,9 @@ def _measured(session: Session, comparison: Comparison, change: Change) -> bool:
     """Did ``comparison`` measure ``change``'s benchmark? (A change without one, a test's, is decided by any.)"""
     if change.benchmark_id is None:
         return True
-    return any(result.benchmark_id == change.benchmark_id for result, _ in results_of(session, comparison.id))  # type: ignore[arg-type]
+    return session.exec(select(ComparisonResult.id).where(ComparisonResult.comparison_id == comparison.id,
+                                                          ComparisonResult.benchmark_id == change.benchmark_id)
+                        ).first() is not None
 
 
 def apply(session: Session, comparison_id: int) -> list[int]:
