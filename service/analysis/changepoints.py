@@ -74,6 +74,8 @@ SHORT_SIDE = 12  # ... when it has fewer points than this
 PLACE_PASSES = 3  # rounds of moving each step to the best split between its neighbours
 FLOOR_SHARE = 0.2  # of a stretch's values, for the density at its floor
 FLOOR_GAIN = 8.0  # floor_gain a stretch passes once in a hundred or less, any length up to 512, half-normal or half-t
+FLOOR_ALPHA = 0.01  # ... that share: beyond FLOOR_GAIN a clean stretch's largest gain passes g about
+# FLOOR_ALPHA × exp(FLOOR_GAIN − g) of the time (the tail of the largest of exponentials; simulated, 40-500 points)
 GROWN_ALPHA = 1e-3  # per step found by growing, in its local windows once placed (see detect)
 GROW_ROUNDS = 3  # rounds of looking for one more step in each stretch between the kept ones
 # What the largest |z| of the Mann-Whitney statistic over a stretch's splits (each side ≥ DEFAULT_MIN_SIZE) passes
@@ -102,6 +104,7 @@ class _Step:
     log_step: float
     se: float
     p_value: float
+    held: bool = False  # already held to a test of its own once placed (a floor step's floor gain; see detect)
 
 
 class _Sums:
@@ -416,6 +419,49 @@ def floor_gain(x: np.ndarray, lo: int, hi: int, min_size: int) -> tuple[float, i
     return float(gain[best]), lo + int(k[best])
 
 
+def floor_step(x: np.ndarray, lo: int, k: int, hi: int) -> tuple[float, _Step]:
+    """``floor_gain`` of the one split ``k`` of ``x[lo:hi]`` (how a step already placed is held by its floors), and
+    the step read from the floors: each side's lowest value lies above its floor by Exp(its points × the density),
+    so that mean is taken off each, and its spread is each one's error (the level of a one-sided series is its
+    floor; a mean of its slow tail can even move the other way)."""
+    v = x[lo:hi]
+    low, quantile = float(v.min()), float(np.quantile(v, FLOOR_SHARE))
+    if quantile <= low or not lo < k < hi:
+        return 0.0, _Step(0.0, math.inf, 1.0)
+    density = FLOOR_SHARE / (quantile - low)
+    left, right = float(x[lo:k].min()), float(x[k:hi].min())
+    gain = density * (hi - k if right > left else k - lo) * abs(right - left)
+    # how far each side's lowest value lies above its floor, from that side's own density (a large step makes the
+    # stretch's density a blend of the two)
+    above_left, above_right = (_above_floor(x[lo:k], density), _above_floor(x[k:hi], density))
+    p = FLOOR_ALPHA * math.exp(FLOOR_GAIN - gain) if gain > FLOOR_GAIN else 1.0
+    return gain, _Step((right - above_right) - (left - above_left), math.hypot(above_left, above_right), min(p, 1.0))
+
+
+def _above_floor(v: np.ndarray, fallback: float) -> float:
+    """The mean of the distance from ``v``'s floor to its lowest value, 1 / (points × density at the floor)."""
+    spread = float(np.quantile(v, FLOOR_SHARE)) - float(v.min())
+    return spread / (FLOOR_SHARE * len(v)) if spread > 0 else 1.0 / (fallback * len(v))
+
+
+def _floor_steps(x: np.ndarray, y: np.ndarray, w: np.ndarray, sums: _Sums, steps: list[int], window: int
+                 ) -> list[tuple[int, _Step]]:
+    """The steps of a floor-and-slow-tail series. One whose floors pass ``FLOOR_GAIN`` between its neighbours is
+    held by them, and sized by them: the floors found most of these steps, and a mean barely sees a 2 % step in
+    3 % noise (its p-value the smaller of the two tests'). Any other is sized and tested by its windows' means."""
+    tests = {k: t for k, t in _eliminate_local(y, w, sums, steps, 1.0, window)}
+    bounds = [0, *steps, len(x)]
+    out = []
+    for i, k in enumerate(steps):
+        gain, floor = floor_step(x, bounds[i], k, bounds[i + 2])
+        if gain > FLOOR_GAIN:
+            p = min(floor.p_value, tests[k].p_value) if k in tests else floor.p_value
+            out.append((k, _Step(floor.log_step, floor.se, p, held=True)))
+        elif k in tests:
+            out.append((k, tests[k]))
+    return out
+
+
 def _grow_floor(x: np.ndarray, cps: Sequence[int], min_size: int) -> list[int]:
     """Steps added where a stretch's floor moved (``floor_gain`` over ``FLOOR_GAIN``), in a series whose noise is a
     floor and a slow tail: there the lowest values place a level to a fraction of the jitter, where a mean or a rank
@@ -535,10 +581,11 @@ def detect(values: Sequence[float] | np.ndarray, *, alpha: float = DEFAULT_ALPHA
             for i in range(len(placed)):
                 placed[i] = _mode_split(x, noise, y, w, placed, i, MODE_PLACE_REACH)
             steps = [(k, step) for k, (_, step) in zip(placed, steps)]
-    # a step found by growing must hold in its own windows once placed: the rank statistic that grew it can be carried
-    # by a new step's first commits at the very end, which the cleaning clips, and the split it added lies elsewhere.
-    # Only here, at the end: a bimodal series' modes are read again within every step found first, held or not
-    steps = [(k, step) for k, step in steps if step.p_value < GROWN_ALPHA]
+    # a step found by growing must hold in its own windows once placed (a floor step by its floors, _floor_steps): the
+    # rank statistic that grew it can be carried by a new step's first commits at the very end, which the cleaning
+    # clips, and the split it added lies elsewhere. Only here, at the end: a bimodal series' modes are read again
+    # within every step found first, held or not
+    steps = [(k, step) for k, step in steps if step.held or step.p_value < GROWN_ALPHA]
     positions = [k for k, _ in steps]
     found = [_location(raw, rows, y, w, noise, positions, i, step, window) for i, (_, step) in enumerate(steps)]
     if noise.bimodal:
@@ -562,9 +609,7 @@ def _level_steps(x: np.ndarray, noise: Noise, alpha: float, min_size: int, windo
     if not noise.bimodal and one_sided(x, [0, *grown, n]):
         # a floor and a slow tail: the steps that least squares saw, and those its lowest values show. Drift is
         # not looked for: a floor's small steps barely move the cleaned values' fit, and would lose to any curve
-        grown = _grow_floor(x, grown, min_size)
-        tests = {k: t for k, t in _eliminate_local(y, w, sums, grown, 1.0, window)}
-        return y, w, [(k, tests[k]) for k in grown if k in tests]
+        return y, w, _floor_steps(x, y, w, sums, _grow_floor(x, grown, min_size), window)
     regression = drift.Regression(y, w)
     choice = drift.choose(regression, candidates, level)
     if choice.columns is None:

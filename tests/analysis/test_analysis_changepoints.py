@@ -455,3 +455,49 @@ def test_floor_gain_is_what_a_clean_floor_passes_once_in_a_hundred_or_less(df: f
     passed = sum(changepoints.floor_gain(v, 0, 200, changepoints.DEFAULT_MIN_SIZE)[0] > changepoints.FLOOR_GAIN
                  for v in draws)
     assert passed / 2000 < 0.015
+
+
+@pytest.mark.parametrize("df", [2.5, 5.0, math.inf])
+def test_floor_gain_s_tail_beyond_its_bar_is_what_its_p_value_says(df: float) -> None:
+    """A floor step's p-value, FLOOR_ALPHA × exp(FLOOR_GAIN − gain), is what clean stretches pass: at most that
+    share of them reach FLOOR_GAIN + log(10) (p 1e-3, what a grown step must hold to)."""
+    rng = np.random.default_rng(7)
+    draws = [np.abs(rng.standard_t(df, 200) if math.isfinite(df) else rng.normal(size=200)) for _ in range(4000)]
+    bar = changepoints.FLOOR_GAIN + math.log(10)
+    passed = sum(changepoints.floor_gain(v, 0, 200, changepoints.DEFAULT_MIN_SIZE)[0] > bar for v in draws)
+    assert passed / 4000 <= changepoints.FLOOR_ALPHA / 10
+
+
+_DELAYS = np.tile(np.arange(10) * 0.1, 2)  # 20 runs: a floor at 0 and delays spread evenly up to 0.9 above it
+
+
+@pytest.mark.parametrize(("values", "gain", "log_step"), [
+    # the stretch's 20 % quantile is 0.38, so the density 0.2 / 0.38; 20 points on the higher side, 1.0 apart
+    (np.r_[_DELAYS, _DELAYS + 1.0], 0.2 / 0.38 * 20 * 1.0, 1.0),
+    (np.r_[_DELAYS + 1.0, _DELAYS], 0.2 / 0.38 * 20 * 1.0, -1.0),
+    # a side's lowest value lies 1 / (points × its own density) above its floor on average: the 10 points after
+    # reach 0.18 above their lowest at their 20 % quantile, so 0.18 / (0.2 × 10) is taken off it, and 0.18 / (0.2 ×
+    # 20) off the 20 before; the stretch's quantile is 0.28, and its gain short of the bar
+    (np.r_[_DELAYS, np.arange(0.1, 1.1, 0.1) + 0.5], 0.2 / 0.28 * 10 * 0.6, 0.6 - 0.09 + 0.045),
+])
+def test_a_floor_step_is_sized_by_its_floors(values: np.ndarray, gain: float, log_step: float) -> None:
+    k = 20
+    found, step = changepoints.floor_step(values, 0, k, len(values))
+    assert found == pytest.approx(gain)
+    assert step.log_step == pytest.approx(log_step)
+    if found > changepoints.FLOOR_GAIN:
+        assert step.p_value == pytest.approx(changepoints.FLOOR_ALPHA * math.exp(changepoints.FLOOR_GAIN - found))
+    else:
+        assert step.p_value == 1.0
+
+
+@pytest.mark.parametrize("seed", [5, 24])
+def test_a_floor_step_is_held_by_its_floors_where_its_mean_barely_moves(seed: int) -> None:
+    """A 2 % step in 3 % slow-tail noise: its windows' means pass only at p 0.003-0.006, short of what a grown step
+    must hold to, but its floors pass theirs; it is reported, sized by the floors (the means said +0.5 %)."""
+    rng = np.random.default_rng(seed)
+    values = 1e-4 * np.exp(0.03 * np.abs(rng.standard_t(4.0, 200)) + np.where(np.arange(200) >= 120, 0.02, 0.0))
+    (found,) = detect(values)
+    assert abs(found.index - 120) <= 3
+    assert found.ci_low > 0.0
+    assert found.p_value < changepoints.FLOOR_ALPHA
