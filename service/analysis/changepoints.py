@@ -241,6 +241,7 @@ class _Scale:
     wl: np.ndarray
     wr: np.ndarray
     root: np.ndarray  # sqrt(1/wl + 1/wr)
+    every_ok: bool  # no split has a side of zero weight (every one-mode series)
 
 
 def _scales(cumulative_w: np.ndarray, n: int, min_size: int) -> list[_Scale]:
@@ -256,7 +257,7 @@ def _scales(cumulative_w: np.ndarray, n: int, min_size: int) -> list[_Scale]:
         wl, wr = cumulative_w[k] - cumulative_w[s], cumulative_w[e] - cumulative_w[k]
         ok = (wl > 0) & (wr > 0)
         wl, wr = np.where(ok, wl, 1.0), np.where(ok, wr, 1.0)
-        out.append(_Scale(size, starts, k, s, e, ok, wl, wr, np.sqrt(1 / wl + 1 / wr)))
+        out.append(_Scale(size, starts, k, s, e, ok, wl, wr, np.sqrt(1 / wl + 1 / wr), bool(ok.all())))
         length /= math.sqrt(2)
     return out
 
@@ -280,7 +281,9 @@ def _candidates(sums: _Sums, sigma: float, n: int, min_size: int) -> list[int]:
     for scale in scales:
         k, s, e = scale.k, scale.s, scale.e
         diff = (sums.wy[e] - sums.wy[k]) / scale.wr - (sums.wy[k] - sums.wy[s]) / scale.wl
-        z = np.where(scale.ok, np.abs(diff) / (sigma * scale.root), 0.0)
+        z = np.abs(diff) / (sigma * scale.root)
+        if not scale.every_ok:
+            z = np.where(scale.ok, z, 0.0)
         best = np.argmax(z, axis=1)
         rows = np.arange(len(scale.starts))
         top = z[rows, best]
