@@ -25,8 +25,9 @@ change must be worth is the team's ``min_effect``, applied by the A/B that confi
 4. **Floor** — where every run is a floor plus a slow delay (``noise.one_sided``: the low side
    short against the bulk, the density flat up to it), a level is its stretch's lowest values,
    far sharper than any mean: stretches also grow a step where their floor moved
-   (``floor_gain`` over ``FLOOR_GAIN``, once in a hundred clean stretches), and drift is not
-   looked for.
+   (``floor_gain`` over ``FLOOR_GAIN``, once in a hundred clean stretches), a step whose floors
+   pass it between its final neighbours is held and sized by them (``floor_step``), and drift is
+   not looked for.
 5. **Drift** — a smooth drift competes with the steps on BIC (``drift.choose``): a line,
    warm-ups, cosines, and a sinusoid of the series' own period. When it wins, the steps kept
    are those that hold with the drift in, or that stand out of a local line and curve
