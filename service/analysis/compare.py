@@ -27,6 +27,7 @@ O(resamples × n), and exactly the distribution ``np.median(rng.choice(x, n))`` 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -53,6 +54,13 @@ class Verdict:
     threshold_pct: float  # the smallest change this comparison could report
     direction: Literal["regression", "improvement", "none"]
     reason: str
+
+
+def within(ratio: float, threshold_pct: float) -> bool:
+    """Is head / base = ``ratio`` (of the metric itself) within ±``threshold_pct`` as a ratio? A 5x speedup is as
+    large as a 5x slowdown, and a throughput that fell by 1/1.05 as large as a time that rose by 5 %: the signed
+    percentage of a higher-is-better metric is no such ratio (a throughput that doubled is "−100 %")."""
+    return ratio > 0 and abs(math.log(ratio)) <= math.log1p(threshold_pct / 100.0)
 
 
 def robust_cv(samples: np.ndarray) -> float:
@@ -110,8 +118,7 @@ def compare(base: list[float], head: list[float], *, higher_is_better: bool = Fa
     direction: Literal["regression", "improvement", "none"]
     if p_value >= alpha:
         direction, reason = "none", f"not significant (p={p_value:.3g} ≥ {alpha})"
-    elif abs(np.log1p(change / 100.0)) <= np.log1p(threshold / 100.0):
-        # Compared as ratios: a 5x speedup (-80 %) is as large as a 5x slowdown (+400 %).
+    elif within(med_b / med_a, threshold):
         direction, reason = "none", f"{change:+.1f}% is within the ±{threshold:.1f}% noise threshold"
     else:
         direction = "regression" if change > 0 else "improvement"

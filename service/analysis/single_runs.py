@@ -8,7 +8,6 @@ own history (``compare.run_to_run_noise``); while that history is too short, onl
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Literal
 
@@ -28,7 +27,7 @@ def verdict(base: Sequence[float], head: Sequence[float], base_median: float, he
     change = sign * (head_median / base_median - 1.0) * 100.0
     floor = compare.UNKNOWN_RUN_NOISE_FLOOR if run_noise is None else noise_k * run_noise
     threshold = max(min_effect, floor) * 100.0
-    if abs(math.log1p(change / 100.0)) <= math.log1p(threshold / 100.0):
+    if compare.within(head_median / base_median, threshold):
         return compare.Verdict(change, change, change, 1.0, threshold, "none",
                                f"{change:+.1f}% is within the ±{threshold:.1f}% run-to-run threshold (medians only)")
     direction: Literal["regression", "improvement"] = "regression" if change > 0 else "improvement"

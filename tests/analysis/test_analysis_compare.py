@@ -34,6 +34,22 @@ def test_throughput_metrics_flip_the_sign() -> None:
     assert verdict.direction == "regression" and verdict.change_pct > 0
 
 
+@pytest.mark.parametrize(("base", "head", "higher_is_better", "direction"), [
+    # one kernel seen as a time and as a throughput, at a 5 % threshold: the same verdict either way
+    (1.0, 1.0515, False, "regression"),  # 5.15 % more time per unit of work
+    (100.0, 95.1, True, "regression"),   # ... is 4.9 % less throughput
+    (1.0, 1.0490, False, "none"),
+    (100.0, 95.33, True, "none"),
+    (100.0, 300.0, True, "improvement"),  # its signed change, -200 %, is no ratio of times
+])
+def test_time_and_throughput_are_compared_as_the_same_ratio(
+        base: float, head: float, higher_is_better: bool, direction: str) -> None:
+    verdict = compare(_samples(base, 0.0005), _samples(head, 0.0005, seed=1), higher_is_better=higher_is_better,
+                      same_process=True)
+    assert verdict.threshold_pct == 5.0
+    assert verdict.direction == direction, verdict.reason
+
+
 def test_separate_runs_need_history_before_small_changes_count() -> None:
     base, head = _samples(1.0, 0.01), _samples(1.3, 0.01, seed=1)
     unknown = compare(base, head)

@@ -30,6 +30,23 @@ def test_higher_is_better_flips_the_sign() -> None:
     assert verdict([], [], 100.0, 40.0, higher_is_better=True, run_noise=0.01).direction == "regression"
 
 
+@pytest.mark.parametrize(("base_median", "head_median", "higher_is_better", "direction"), [
+    # one kernel seen as a time and as a throughput, at a 5 % threshold: the same verdict either way
+    (1.0, 1.0515, False, "regression"),  # 5.15 % more time per unit of work
+    (100.0, 95.1, True, "regression"),   # ... is 4.9 % less throughput
+    (1.0, 1.0490, False, "none"),
+    (100.0, 95.33, True, "none"),
+    # a throughput that more than doubled: its signed change is below -100 %, no ratio of times
+    (100.0, 300.0, True, "improvement"),
+    (100.0, 200.0, True, "improvement"),
+])
+def test_time_and_throughput_are_compared_as_the_same_ratio(
+        base_median: float, head_median: float, higher_is_better: bool, direction: str) -> None:
+    found = verdict([], [], base_median, head_median, higher_is_better=higher_is_better, run_noise=0.001)
+    assert found.threshold_pct == pytest.approx(5.0)
+    assert found.direction == direction
+
+
 def test_a_zero_median_is_an_error() -> None:
     with pytest.raises(ValueError, match="positive"):
         verdict([], [], 0.0, 1.0)
