@@ -411,10 +411,9 @@ def floor_gain(x: np.ndarray, lo: int, hi: int, min_size: int) -> tuple[float, i
     m = len(v)
     if m < 2 * min_size:
         return 0.0, lo
-    low, quantile = float(v.min()), float(np.quantile(v, FLOOR_SHARE))
-    if quantile <= low:
+    density = _floor_density(v)
+    if density is None:
         return 0.0, lo
-    density = FLOOR_SHARE / (quantile - low)
     before, after = np.minimum.accumulate(v), np.minimum.accumulate(v[::-1])[::-1]
     k = np.arange(min_size, m - min_size + 1)
     left, right = before[k - 1], after[k]
@@ -423,23 +422,28 @@ def floor_gain(x: np.ndarray, lo: int, hi: int, min_size: int) -> tuple[float, i
     return float(gain[best]), lo + int(k[best])
 
 
+def _floor_density(v: np.ndarray) -> float | None:
+    """The density of ``v`` at its floor: ``FLOOR_SHARE`` of its values lie between its lowest and that quantile;
+    None when they are all one value there."""
+    low, quantile = float(v.min()), float(np.quantile(v, FLOOR_SHARE))
+    return FLOOR_SHARE / (quantile - low) if quantile > low else None
+
+
 def floor_step(x: np.ndarray, lo: int, k: int, hi: int) -> tuple[float, _Step]:
     """``floor_gain`` of the one split ``k`` of ``x[lo:hi]`` (how a step already placed is held by its floors), and
     the step read from the floors: each side's lowest value lies above its floor by Exp(its points × the density),
     so that mean is taken off each, and its spread is each one's error (the level of a one-sided series is its
     floor; a mean of its slow tail can even move the other way)."""
-    v = x[lo:hi]
-    low, quantile = float(v.min()), float(np.quantile(v, FLOOR_SHARE))
-    if quantile <= low or not lo < k < hi:
+    density = _floor_density(x[lo:hi])
+    if density is None or not lo < k < hi:
         return 0.0, _Step(0.0, math.inf, 1.0)
-    density = FLOOR_SHARE / (quantile - low)
     left, right = float(x[lo:k].min()), float(x[k:hi].min())
     gain = density * (hi - k if right > left else k - lo) * abs(right - left)
     # how far each side's lowest value lies above its floor, from that side's own density (a large step makes the
     # stretch's density a blend of the two)
     above_left, above_right = (_above_floor(x[lo:k], density), _above_floor(x[k:hi], density))
     p = FLOOR_ALPHA * math.exp(FLOOR_GAIN - gain) if gain > FLOOR_GAIN else 1.0
-    return gain, _Step((right - above_right) - (left - above_left), math.hypot(above_left, above_right), min(p, 1.0))
+    return gain, _Step((right - above_right) - (left - above_left), math.hypot(above_left, above_right), p)
 
 
 def _above_floor(v: np.ndarray, fallback: float) -> float:

@@ -7,7 +7,6 @@ in two halves gives the same answer once the same commits are measured.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
@@ -162,6 +161,6 @@ def _adjacent(ordered: Sequence[Point], j: int, higher_is_better: bool, level_te
     since = max((p for p in confirmed_at if p <= good.position), default=None)
     level_points = [p.median for p in ordered[:j] if since is None or p.position >= since]
     level = float(np.median(level_points[-LEVEL_POINTS:]))
-    if level > 0 and bad.median > 0 and abs(math.log(bad.median / level)) > math.log1p(threshold / 100):
+    if level > 0 and bad.median > 0 and not compare.within(bad.median / level, threshold):
         return Step(good, bad, level, bad.median)
     return None
