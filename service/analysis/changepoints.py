@@ -25,9 +25,11 @@ change must be worth is the team's ``min_effect``, applied by the A/B that confi
 4. **Floor** — where every run is a floor plus a slow delay (``noise.one_sided``: the low side
    short against the bulk, the density flat up to it), a level is its stretch's lowest values,
    far sharper than any mean: stretches also grow a step where their floor moved
-   (``floor_gain`` over ``FLOOR_GAIN``, once in a hundred clean stretches), a step whose floors
-   pass it between its final neighbours is held and sized by them (``floor_step``), and drift is
-   not looked for.
+   (``floor_gain`` over ``FLOOR_GAIN``, once in a hundred clean stretches), each step moves to
+   where its floors split best nearby (``FLOOR_REACH``), a step whose floors pass ``FLOOR_GAIN``
+   between its final neighbours is held and sized by them (``floor_step``), and drift is not
+   looked for. Steps least squares missed spread the floors of their stretches, so a series whose
+   low side is short already (``NEAR_FLOOR``) is read again with the floors' own steps.
 5. **Drift** — a smooth drift competes with the steps on BIC (``drift.choose``): a line,
    warm-ups, cosines, and a sinusoid of the series' own period. When it wins, the steps kept
    are those that hold with the drift in, or that stand out of a local line and curve
@@ -53,7 +55,7 @@ import numpy as np
 from scipy import special
 
 from roofwatch.service.analysis import drift
-from roofwatch.service.analysis.noise import Noise, clean, one_sided, read_noise, robust_sigma
+from roofwatch.service.analysis.noise import Noise, clean, floor_ratio, one_sided, read_noise, robust_sigma
 
 __all__ = ["ChangePoint", "detect", "robust_sigma"]
 
@@ -74,6 +76,9 @@ MIN_WEIGHT = 3.0  # fast-mode points' worth of weight each side of a step needs
 SHORT_SIDE = 12  # ... when it has fewer points than this
 PLACE_PASSES = 3  # rounds of moving each step to the best split between its neighbours
 FLOOR_SHARE = 0.2  # of a stretch's values, for the density at its floor
+NEAR_FLOOR = 0.95  # floor_ratio under which a series not read as one-sided is read again with its floor steps: on
+# the tuning seeds, 95 % of the slow-tail histories not read so pass it and 0.6-2 % of gaussian, t, drifting ones
+FLOOR_REACH = 8  # commits a step of a floor-and-slow-tail series may move to where its floors split best
 FLOOR_GAIN = 8.0  # floor_gain a stretch passes once in a hundred or less, any length up to 512, half-normal or half-t
 FLOOR_ALPHA = 0.01  # ... that share: beyond FLOOR_GAIN a clean stretch's largest gain passes g about
 # FLOOR_ALPHA × exp(FLOOR_GAIN − g) of the time (the tail of the largest of exponentials; simulated, 40-500 points)
@@ -457,6 +462,7 @@ def _floor_steps(x: np.ndarray, y: np.ndarray, w: np.ndarray, sums: _Sums, steps
     """The steps of a floor-and-slow-tail series. One whose floors pass ``FLOOR_GAIN`` between its neighbours is
     held by them, and sized by them: the floors found most of these steps, and a mean barely sees a 2 % step in
     3 % noise (its p-value the smaller of the two tests'). Any other is sized and tested by its windows' means."""
+    steps = _floor_place(x, steps)
     tests = {k: t for k, t in _eliminate_local(y, w, sums, steps, 1.0, window)}
     bounds = [0, *steps, len(x)]
     out = []
@@ -467,6 +473,29 @@ def _floor_steps(x: np.ndarray, y: np.ndarray, w: np.ndarray, sums: _Sums, steps
             out.append((k, _Step(floor.log_step, floor.se, p, held=True)))
         elif k in tests:
             out.append((k, tests[k]))
+    return out
+
+
+def _floor_place(x: np.ndarray, steps: list[int], reach: int = FLOOR_REACH, margin: int = 3) -> list[int]:
+    """Each step moved to where its floors split best within ``reach``, when they pass ``FLOOR_GAIN`` there: least
+    squares on a slow tail's means places a small step several commits off. The floors are read ``margin`` commits
+    inside the neighbours (a neighbour placed a commit late would lend one side a floor of the next level)."""
+    out = list(steps)
+    for i in range(len(out)):
+        lo = out[i - 1] + margin if i else 0
+        hi = out[i + 1] - margin if i + 1 < len(out) else len(x)
+        first, last = max(lo + DEFAULT_MIN_SIZE, out[i] - reach), min(hi - DEFAULT_MIN_SIZE, out[i] + reach)
+        if first > last:
+            continue
+        v = x[lo:hi]
+        before, after = np.minimum.accumulate(v), np.minimum.accumulate(v[::-1])[::-1]
+        k = np.arange(first, last + 1) - lo
+        left, right = before[k - 1], after[k]
+        spread = np.where(right > left, (len(v) - k) * (right - left), k * (left - right))
+        best = int(np.argmax(spread))
+        density = _floor_density(v)
+        if density is not None and density * float(spread[best]) > FLOOR_GAIN:
+            out[i] = lo + int(k[best])
     return out
 
 
@@ -614,10 +643,18 @@ def _level_steps(x: np.ndarray, noise: Noise, alpha: float, min_size: int, windo
     level = [k for k, _ in _eliminate_local(y, w, sums, candidates, alpha, window)]
     kept = [k for k, _ in _eliminate_local(y, w, sums, _refine(sums, level, n, window), alpha, window)]
     grown = _place(sums, _grow(y, sums, kept, min_size), n, min_size)
-    if not noise.bimodal and one_sided(x, [0, *grown, n]):
+    if not noise.bimodal:
         # a floor and a slow tail: the steps that least squares saw, and those its lowest values show. Drift is
-        # not looked for: a floor's small steps barely move the cleaned values' fit, and would lose to any curve
-        return y, w, _floor_steps(x, y, w, sums, _grow_floor(x, grown, min_size), window)
+        # not looked for: a floor's small steps barely move the cleaned values' fit, and would lose to any curve.
+        # Steps least squares missed spread the floor of the stretches that hold them: a series whose low side
+        # is short already is read again with the floor's own steps
+        bounds = [0, *grown, n]
+        if one_sided(x, bounds):
+            return y, w, _floor_steps(x, y, w, sums, _grow_floor(x, grown, min_size), window)
+        if floor_ratio(x, bounds) < NEAR_FLOOR:
+            floored = _grow_floor(x, grown, min_size)
+            if floored != grown and one_sided(x, [0, *floored, n]):
+                return y, w, _floor_steps(x, y, w, sums, floored, window)
     regression = drift.Regression(y, w)
     choice = drift.choose(regression, candidates, level)
     if choice.columns is None:

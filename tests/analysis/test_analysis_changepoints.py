@@ -491,6 +491,50 @@ def test_a_floor_step_is_sized_by_its_floors(values: np.ndarray, gain: float, lo
         assert step.p_value == 1.0
 
 
+_DELAYS_40 = np.tile(np.arange(10) * 0.1, 4)  # 40 runs: a floor at 0 and delays spread evenly up to 0.9 above it
+
+
+@pytest.mark.parametrize(("values", "steps", "placed"), [
+    (np.r_[_DELAYS_40, _DELAYS_40 + 1.0], [44], [40]),  # least squares left it 4 late: its floors say 40
+    (np.r_[_DELAYS_40, _DELAYS_40 + 1.0], [35], [40]),  # ... or 5 early
+    (np.r_[_DELAYS_40 + 1.0, _DELAYS_40], [46], [40]),  # a floor that fell
+    (np.r_[_DELAYS_40, _DELAYS_40 + 1.0], [30], [38]),  # no further than FLOOR_REACH
+    # the neighbour placed a commit late: its first point, a floor below, is no part of the stretch read
+    (np.r_[_DELAYS_40, _DELAYS_40 + 1.0, _DELAYS_40 - 1.0], [44, 81], [40, 80]),
+    (np.r_[_DELAYS_40, _DELAYS_40 + 0.2], [44], [44]),  # floors 0.2 apart pass no FLOOR_GAIN: left where it was
+    (np.r_[_DELAYS_40, _DELAYS_40], [44], [44]),  # one floor
+])
+def test_a_floor_step_is_placed_where_its_floors_split(values: np.ndarray, steps: list[int], placed: list[int]) -> None:
+    assert changepoints._floor_place(values, steps) == placed
+
+
+def _slow_tail(seed: int, steps: dict[int, float]) -> np.ndarray:
+    """200 commits of 3 % half-t noise (4 degrees of freedom): every run the floor plus a slow delay, and steps."""
+    rng = np.random.default_rng(seed)
+    level = sum(np.where(np.arange(200) >= k, size, 0.0) for k, size in steps.items())
+    return 1e-4 * np.exp(0.03 * np.abs(rng.standard_t(4.0, 200)) + level)
+
+
+@pytest.mark.parametrize("seed", [14, 88])
+def test_a_floor_step_is_reported_where_its_floors_moved(seed: int) -> None:
+    """A 2 % step in 3 % slow-tail noise: the means' least squares placed it 5 and 8 commits late; its floors
+    place it at the commit."""
+    (found,) = detect(_slow_tail(seed, {120: 0.02}))
+    assert found.index == 120
+
+
+@pytest.mark.parametrize(("seed", "steps"), [(75, {120: 0.02}), (189, {120: 0.02}),
+                                             (135, {70: 0.02, 140: -0.04})])
+def test_steps_that_spread_the_floor_are_found_by_it(seed: int, steps: dict[int, float]) -> None:
+    """A 2 % step least squares missed or put 20 commits early spreads the floors of the stretch it lies in, so
+    the noise no longer reads as a floor and a slow tail; read again with the floors' own steps, it does, and the
+    step is found where it is."""
+    values = _slow_tail(seed, steps)
+    found = detect(values)
+    assert [cp.index for cp in found] == pytest.approx(list(steps), abs=1)
+    assert [math.copysign(1.0, cp.change_pct) for cp in found] == [math.copysign(1.0, s) for s in steps.values()]
+
+
 @pytest.mark.parametrize("seed", [5, 24])
 def test_a_floor_step_is_held_by_its_floors_where_its_mean_barely_moves(seed: int) -> None:
     """A 2 % step in 3 % slow-tail noise: its windows' means pass only at p 0.003-0.006, short of what a grown step
