@@ -457,12 +457,12 @@ def _above_floor(v: np.ndarray, fallback: float) -> float:
     return spread / (FLOOR_SHARE * len(v)) if spread > 0 else 1.0 / (fallback * len(v))
 
 
-def _floor_steps(x: np.ndarray, y: np.ndarray, w: np.ndarray, sums: _Sums, steps: list[int], window: int
-                 ) -> list[tuple[int, _Step]]:
+def _floor_steps(x: np.ndarray, y: np.ndarray, w: np.ndarray, sums: _Sums, steps: list[int], window: int,
+                 min_size: int) -> list[tuple[int, _Step]]:
     """The steps of a floor-and-slow-tail series. One whose floors pass ``FLOOR_GAIN`` between its neighbours is
     held by them, and sized by them: the floors found most of these steps, and a mean barely sees a 2 % step in
     3 % noise (its p-value the smaller of the two tests'). Any other is sized and tested by its windows' means."""
-    steps = _floor_place(x, steps)
+    steps = _floor_place(x, steps, min_size)
     tests = {k: t for k, t in _eliminate_local(y, w, sums, steps, 1.0, window)}
     bounds = [0, *steps, len(x)]
     out = []
@@ -476,7 +476,8 @@ def _floor_steps(x: np.ndarray, y: np.ndarray, w: np.ndarray, sums: _Sums, steps
     return out
 
 
-def _floor_place(x: np.ndarray, steps: list[int], reach: int = FLOOR_REACH, margin: int = 3) -> list[int]:
+def _floor_place(x: np.ndarray, steps: list[int], min_size: int = DEFAULT_MIN_SIZE, reach: int = FLOOR_REACH,
+                 margin: int = 3) -> list[int]:
     """Each step moved to where its floors split best within ``reach``, when they pass ``FLOOR_GAIN`` there: least
     squares on a slow tail's means places a small step several commits off. The floors are read ``margin`` commits
     inside the neighbours (a neighbour placed a commit late would lend one side a floor of the next level)."""
@@ -484,17 +485,17 @@ def _floor_place(x: np.ndarray, steps: list[int], reach: int = FLOOR_REACH, marg
     for i in range(len(out)):
         lo = out[i - 1] + margin if i else 0
         hi = out[i + 1] - margin if i + 1 < len(out) else len(x)
-        first, last = max(lo + DEFAULT_MIN_SIZE, out[i] - reach), min(hi - DEFAULT_MIN_SIZE, out[i] + reach)
+        first, last = max(lo + min_size, out[i] - reach), min(hi - min_size, out[i] + reach)
         if first > last:
             continue
         v = x[lo:hi]
         before, after = np.minimum.accumulate(v), np.minimum.accumulate(v[::-1])[::-1]
         k = np.arange(first, last + 1) - lo
         left, right = before[k - 1], after[k]
-        spread = np.where(right > left, (len(v) - k) * (right - left), k * (left - right))
-        best = int(np.argmax(spread))
+        lift = np.where(right > left, (len(v) - k) * (right - left), k * (left - right))  # floor_gain's, per density
+        best = int(np.argmax(lift))
         density = _floor_density(v)
-        if density is not None and density * float(spread[best]) > FLOOR_GAIN:
+        if density is not None and density * float(lift[best]) > FLOOR_GAIN:
             out[i] = lo + int(k[best])
     return out
 
@@ -650,11 +651,11 @@ def _level_steps(x: np.ndarray, noise: Noise, alpha: float, min_size: int, windo
         # is short already is read again with the floor's own steps
         bounds = [0, *grown, n]
         if one_sided(x, bounds):
-            return y, w, _floor_steps(x, y, w, sums, _grow_floor(x, grown, min_size), window)
+            return y, w, _floor_steps(x, y, w, sums, _grow_floor(x, grown, min_size), window, min_size)
         if floor_ratio(x, bounds) < NEAR_FLOOR:
             floored = _grow_floor(x, grown, min_size)
             if floored != grown and one_sided(x, [0, *floored, n]):
-                return y, w, _floor_steps(x, y, w, sums, floored, window)
+                return y, w, _floor_steps(x, y, w, sums, floored, window, min_size)
     regression = drift.Regression(y, w)
     choice = drift.choose(regression, candidates, level)
     if choice.columns is None:
