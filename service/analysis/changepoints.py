@@ -419,12 +419,19 @@ def floor_gain(x: np.ndarray, lo: int, hi: int, min_size: int) -> tuple[float, i
     density = _floor_density(v)
     if density is None:
         return 0.0, lo
-    before, after = np.minimum.accumulate(v), np.minimum.accumulate(v[::-1])[::-1]
-    k = np.arange(min_size, m - min_size + 1)
-    left, right = before[k - 1], after[k]
-    gain = density * np.where(right > left, (m - k) * (right - left), k * (left - right))
+    k, lift = _floor_lifts(v, min_size, m - min_size)
+    gain = density * lift
     best = int(np.argmax(gain))
     return float(gain[best]), lo + int(k[best])
+
+
+def _floor_lifts(v: np.ndarray, first: int, last: int) -> tuple[np.ndarray, np.ndarray]:
+    """The splits ``first..last`` of ``v`` and each one's floor gain per unit of density: the points on the side
+    whose floor is higher × the floors' distance."""
+    before, after = np.minimum.accumulate(v), np.minimum.accumulate(v[::-1])[::-1]
+    k = np.arange(first, last + 1)
+    left, right = before[k - 1], after[k]
+    return k, np.where(right > left, (len(v) - k) * (right - left), k * (left - right))
 
 
 def _floor_density(v: np.ndarray) -> float | None:
@@ -489,10 +496,7 @@ def _floor_place(x: np.ndarray, steps: list[int], min_size: int = DEFAULT_MIN_SI
         if first > last:
             continue
         v = x[lo:hi]
-        before, after = np.minimum.accumulate(v), np.minimum.accumulate(v[::-1])[::-1]
-        k = np.arange(first, last + 1) - lo
-        left, right = before[k - 1], after[k]
-        lift = np.where(right > left, (len(v) - k) * (right - left), k * (left - right))  # floor_gain's, per density
+        k, lift = _floor_lifts(v, first - lo, last - lo)
         best = int(np.argmax(lift))
         density = _floor_density(v)
         if density is not None and density * float(lift[best]) > FLOOR_GAIN:
@@ -648,11 +652,12 @@ def _level_steps(x: np.ndarray, noise: Noise, alpha: float, min_size: int, windo
         # a floor and a slow tail: the steps that least squares saw, and those its lowest values show. Drift is
         # not looked for: a floor's small steps barely move the cleaned values' fit, and would lose to any curve.
         # Steps least squares missed spread the floor of the stretches that hold them: a series whose low side
-        # is short already is read again with the floor's own steps
+        # is short already is read again with the floor's own steps. A one-sided series' floor_ratio is under
+        # noise.ONE_SIDED, below NEAR_FLOOR, so most series stop at the first, cheaper test
         bounds = [0, *grown, n]
-        if one_sided(x, bounds):
-            return y, w, _floor_steps(x, y, w, sums, _grow_floor(x, grown, min_size), window, min_size)
         if floor_ratio(x, bounds) < NEAR_FLOOR:
+            if one_sided(x, bounds):
+                return y, w, _floor_steps(x, y, w, sums, _grow_floor(x, grown, min_size), window, min_size)
             floored = _grow_floor(x, grown, min_size)
             if floored != grown and one_sided(x, [0, *floored, n]):
                 return y, w, _floor_steps(x, y, w, sums, floored, window, min_size)

@@ -508,6 +508,11 @@ def test_a_floor_step_is_placed_where_its_floors_split(values: np.ndarray, steps
     assert changepoints._floor_place(values, steps) == placed
 
 
+def test_a_series_read_as_one_sided_is_near_a_floor() -> None:
+    """_level_steps asks floor_ratio < NEAR_FLOOR before one_sided: every one-sided series must pass it."""
+    assert changepoints.NEAR_FLOOR > noise_module.ONE_SIDED
+
+
 def _slow_tail(seed: int, steps: dict[int, float]) -> np.ndarray:
     """200 commits of 3 % half-t noise (4 degrees of freedom): every run the floor plus a slow delay, and steps."""
     rng = np.random.default_rng(seed)
