@@ -7,7 +7,8 @@ from the series itself, each robust to the steps it may hold:
 - **modes**: a GPU kernel's per-process median lands near a fast mode or in a slow band far
   above it (``../shared/corpus/gpu-h200``: 70 µs vs 95-118 µs), an autotuner picks one of two
   configurations. Each stretch between robust level shifts (Mann-Whitney binary segmentation,
-  blind to how the noise is shaped) is split in two by 1-D 2-means (Fisher's exact grouping
+  blind to how the noise is shaped; where no single shift stands out of the whole series, the
+  stretch whose ranks do, or the split where their spread moves) is split in two by 1-D 2-means (Fisher's exact grouping
   for one dimension); when most of the series splits cleanly — a gap of ``MODE_SEPARATION``
   within-cluster deviations, each side at least ``MODE_SHARE`` of its stretch — each point
   is labelled fast or slow, and the slow mode's offset and spread are measured — unless the slow
@@ -41,6 +42,7 @@ MODE_SHARE = 0.05  # the smaller mode of a stretch holds at least this share of 
 MODE_COVERAGE = 0.5  # share of the series in stretches that split cleanly, for it to be bimodal
 MODE_MIN_STRETCH = 8  # points a stretch needs before its modes are read
 ROUGH_ALPHA = 1e-3  # per stretch, for the level shifts that stretches are cut at
+BUMP_GRID = 50  # positions at most each end of a bump is searched on, per stretch (rank_shifts)
 HAMPEL_HALF_WIDTH = 3  # a running median over 7 points forgets episodes of up to 3 commits
 HAMPEL_K = 4.0
 LEVEL_HALF_WIDTH = 7  # the level outliers are replaced by and clipped towards: 15 points, so a few
@@ -97,7 +99,10 @@ def rank_shifts(x: np.ndarray, min_size: int, alpha: float = ROUGH_ALPHA) -> lis
     """Level shifts by binary segmentation on the Mann-Whitney statistic (Pettitt 1979), Bonferroni per stretch.
 
     Ranks make it indifferent to the noise's shape (modes, tails), which is what reading the
-    modes needs before anything else is known.
+    modes needs before anything else is known. A GPU series' changes can cancel in rank — its slow share rises,
+    then every mode falls — and leave the whole series no single split: there, and only there (a part already
+    cut at a shift shows its own in ranks, and a drift cut finer reads as modes), a bump (``_rank_bump``) or a
+    move of the ranks' spread (``_spread_shift``) cuts it instead.
     """
     found: list[int] = []
     stack = [(0, len(x))]
@@ -112,12 +117,75 @@ def rank_shifts(x: np.ndarray, min_size: int, alpha: float = ROUGH_ALPHA) -> lis
         u = np.cumsum(ranks)[k - 1] - k * (k + 1) / 2.0
         z = np.abs((u - k * (n - k) / 2.0) / np.sqrt(k * (n - k) * (n + 1) / 12.0))
         best = int(np.argmax(z))
-        if z[best] < -special.ndtri(alpha / (2 * len(k))):
-            continue
+        bar = -special.ndtri(alpha / (2 * len(k)))
+        if z[best] < bar and n < len(x):
+            continue  # a part of the series, cut at a level shift already: its own level shifts show in ranks
+        if z[best] < bar:
+            bump = _rank_bump(ranks, min_size, alpha)
+            if bump is not None:
+                first, last = start + bump[0], start + bump[1]
+                found += [first, last]
+                stack += [(start, first), (first, last), (last, end)]
+                continue
+            best, spread = _spread_shift(ranks, k)
+            if spread < bar:
+                continue
         split = start + int(k[best])
         found.append(split)
         stack += [(start, split), (split, end)]
     return sorted(found)
+
+
+def _spread_shift(ranks: np.ndarray, k: np.ndarray) -> tuple[int, float]:
+    """The split of the splits ``k`` where the ranks' spread moves most, and its |z| (Ansari-Bradley's scores).
+
+    A GPU series whose every mode moved below the fast one while its slow share rose holds the same mean rank on
+    both sides — the middle ranks before, the lowest and highest after — and no location split shows it.
+    """
+    n = len(ranks)
+    scores = np.abs(ranks - (n + 1) / 2.0)
+    centred = scores - scores.mean()
+    spread = float(centred @ centred)
+    if spread <= 0:
+        return 0, 0.0
+    z = np.abs(np.cumsum(centred)[k - 1]) / np.sqrt(k * (n - k) / (n * (n - 1.0)) * spread)
+    best = int(np.argmax(z))
+    return best, float(z[best])
+
+
+def _rank_bump(ranks: np.ndarray, min_size: int, alpha: float) -> tuple[int, int] | None:
+    """The stretch ``[i, j)`` whose ranks stand out of the rest's (circular binary segmentation, Olshen et al. 2004,
+    on the Mann-Whitney statistic), when one passes ``alpha`` Bonferroni over the pairs tried; else None.
+
+    A bump whose two sides cancel — a GPU series whose slow share rose, then whose every mode fell below where it
+    was — leaves no single split that stands out, and the modes of the whole series read as a level that moved.
+    Its ends are searched on a grid of ``BUMP_GRID`` positions at most, then placed exactly within a grid step.
+    """
+    n = len(ranks)
+    if n < 3 * min_size:
+        return None
+    stride = max(1, math.ceil((n - 2 * min_size) / BUMP_GRID))
+    prefix = np.concatenate([[0.0], np.cumsum(ranks - (n + 1) / 2.0)])  # centred: a stretch's sum is its surplus
+
+    def z2(first: np.ndarray, last: np.ndarray) -> np.ndarray:
+        length = last[None, :] - first[:, None]
+        surplus = prefix[last][None, :] - prefix[first][:, None]
+        inside = np.maximum(length, 1)
+        out = surplus * surplus / (inside * np.maximum(n - inside, 1) * (n + 1) / 12.0)
+        return np.where(length >= min_size, out, 0.0)
+
+    grid = np.arange(min_size, n - min_size + 1, stride)
+    scores = z2(grid, grid)
+    tried = int(np.count_nonzero(grid[None, :] - grid[:, None] >= min_size))
+    at = int(np.argmax(scores))
+    if not tried or scores.flat[at] < special.ndtri(alpha / (2 * tried)) ** 2:
+        return None
+    first, last = (int(grid[a]) for a in divmod(at, len(grid)))
+    near_first = np.arange(max(min_size, first - stride + 1), first + stride)
+    near_last = np.arange(last - stride + 1, min(n - min_size, last + stride - 1) + 1)
+    scores = z2(near_first, near_last)
+    a, b = divmod(int(np.argmax(scores)), len(near_last))
+    return int(near_first[a]), int(near_last[b])
 
 
 @dataclass(frozen=True)
