@@ -255,6 +255,25 @@ def test_a_warm_up_s_time_constant_is_read_from_the_series(tau: float) -> None:
     assert drift._likeliest_warmup(drift.Regression(values, np.ones(N))) == nearest
 
 
+@pytest.mark.parametrize("columns", [None, [0], drift.options(N)[2], drift.options(N)[3]])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_regression_on_log_times_keeps_the_digits_of_its_residual(columns: list[int] | None,
+                                                                        seed: int) -> None:
+    """Log-times near -9 in 0.3 % noise, seven points in ten of a broad slow band weighing 1/400: the sum of squares
+    is thousands against a residual of 10⁻³, and read as their difference through a normal matrix of twenty
+    columns it lost every digit (a cosine basis once beat a 10 % step on BIC by those alone)."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(N)
+    y = np.log(1e-4) - 0.1 * (t >= STEP_AT) + rng.normal(0.0, 0.003, N)
+    w = np.where(rng.random(N) < 0.7, 0.0025, 1.0)
+    regression = drift.Regression(y, w)
+    fit = regression.eliminate([STEP_AT], columns, 1.0)
+    design = np.column_stack([np.ones(N), *(regression.full[:, 1 + c] for c in columns or ()), t >= STEP_AT])
+    root = np.sqrt(w)
+    coef, *_ = np.linalg.lstsq(design * root[:, None], y * root, rcond=None)
+    assert fit.rss == pytest.approx(float(w @ (y - design @ coef) ** 2), rel=1e-4)
+
+
 _ALTERNATING = np.where(np.arange(N) % 2 == 0, 0.01, -0.01)  # 1 % of noise that neither a step nor a line explains
 
 
