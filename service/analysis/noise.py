@@ -8,8 +8,8 @@ from the series itself, each robust to the steps it may hold:
   above it (``../shared/corpus/gpu-h200``: 70 µs vs 95-118 µs), an autotuner picks one of two
   configurations. Each stretch between robust level shifts (Mann-Whitney binary segmentation,
   blind to how the noise is shaped; where no single shift stands out of the whole series, the
-  stretch whose ranks do, or the split where their spread moves) is split in two by 1-D 2-means (Fisher's exact grouping
-  for one dimension); when most of the series splits cleanly — a gap of ``MODE_SEPARATION``
+  stretch whose ranks do, or the split where their distribution moves) is split in two by 1-D
+  2-means (Fisher's exact grouping for one dimension); when most of the series splits cleanly — a gap of ``MODE_SEPARATION``
   within-cluster deviations, each side at least ``MODE_SHARE`` of its stretch — each point
   is labelled fast or slow, and the slow mode's offset and spread are measured — unless the slow
   points sit together in a few long runs (Wald-Wolfowitz, ``RUNS_Z``): a process's mode is drawn
@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from scipy import special
@@ -43,6 +44,9 @@ MODE_COVERAGE = 0.5  # share of the series in stretches that split cleanly, for 
 MODE_MIN_STRETCH = 8  # points a stretch needs before its modes are read
 ROUGH_ALPHA = 1e-3  # per stretch, for the level shifts that stretches are cut at
 BUMP_GRID = 50  # positions at most each end of a bump is searched on, per stretch (rank_shifts)
+SHIFT_GRID = 64  # rank thresholds and splits at most a shift of the distribution is read at (rank_shifts)
+SHIFT_MIN_STRETCH = 64  # commits a part already cut at a level shift needs before its distribution is read: a linear
+# drift of 4 % over 200 commits in 1 % noise, cut at its distribution's shifts down to 32-48 commits, read as two modes
 HAMPEL_HALF_WIDTH = 3  # a running median over 7 points forgets episodes of up to 3 commits
 HAMPEL_K = 4.0
 LEVEL_HALF_WIDTH = 7  # the level outliers are replaced by and clipped towards: 15 points, so a few
@@ -99,10 +103,11 @@ def rank_shifts(x: np.ndarray, min_size: int, alpha: float = ROUGH_ALPHA) -> lis
     """Level shifts by binary segmentation on the Mann-Whitney statistic (Pettitt 1979), Bonferroni per stretch.
 
     Ranks make it indifferent to the noise's shape (modes, tails), which is what reading the
-    modes needs before anything else is known. A GPU series' changes can cancel in rank — its slow share rises,
-    then every mode falls — and leave the whole series no single split: there, and only there (a part already
-    cut at a shift shows its own in ranks, and a drift cut finer reads as modes), a bump (``_rank_bump``) or a
-    move of the ranks' spread (``_spread_shift``) cuts it instead.
+    modes needs before anything else is known. A GPU series' changes can leave the mean rank where it was: its
+    slow share rises, then every mode falls (a bump whose sides cancel), or every mode moves by more than the gap
+    between them (the old fast mode amid the new slow band). Where no location split passes, the whole series is
+    cut at a bump of its ranks (``_rank_bump``), and it or any part of at least ``SHIFT_MIN_STRETCH`` commits at
+    the split where its values' distribution moves most (``_distribution_shift``).
     """
     found: list[int] = []
     stack = [(0, len(x))]
@@ -118,39 +123,75 @@ def rank_shifts(x: np.ndarray, min_size: int, alpha: float = ROUGH_ALPHA) -> lis
         z = np.abs((u - k * (n - k) / 2.0) / np.sqrt(k * (n - k) * (n + 1) / 12.0))
         best = int(np.argmax(z))
         bar = -special.ndtri(alpha / (2 * len(k)))
-        if z[best] < bar and n < len(x):
-            continue  # a part of the series, cut at a level shift already: its own level shifts show in ranks
+        if z[best] < bar and n < min(len(x), SHIFT_MIN_STRETCH):
+            continue  # a short part, cut at a level shift already: a drift's pieces split as cleanly as two modes
         if z[best] < bar:
-            bump = _rank_bump(ranks, min_size, alpha)
+            # a bump is looked for over the whole series only: in the parts of a drift it finds the drift's
+            # turns, and the short pieces it leaves split by 2-means as cleanly as two modes
+            bump = _rank_bump(ranks, min_size, alpha) if n == len(x) else None
             if bump is not None:
                 first, last = start + bump[0], start + bump[1]
                 found += [first, last]
                 stack += [(start, first), (first, last), (last, end)]
                 continue
-            best, spread = _spread_shift(ranks, k)
-            if spread < bar:
+            shift = _distribution_shift(ranks, k, alpha)
+            if shift is None:
                 continue
+            best = shift
         split = start + int(k[best])
         found.append(split)
         stack += [(start, split), (split, end)]
     return sorted(found)
 
 
-def _spread_shift(ranks: np.ndarray, k: np.ndarray) -> tuple[int, float]:
-    """The split of the splits ``k`` where the ranks' spread moves most, and its |z| (Ansari-Bradley's scores).
+@lru_cache(maxsize=64)
+def _thresholds(n: int) -> np.ndarray:
+    """``SHIFT_GRID`` rank thresholds at most, spread over ``1..n`` (read-only: shared by every stretch this long)."""
+    out = np.unique(np.linspace(1, n, min(n, SHIFT_GRID)).round())
+    out.flags.writeable = False
+    return out
 
-    A GPU series whose every mode moved below the fast one while its slow share rose holds the same mean rank on
-    both sides — the middle ranks before, the lowest and highest after — and no location split shows it.
+
+def _distribution_shift(ranks: np.ndarray, k: np.ndarray, alpha: float) -> int | None:
+    """The split of the splits ``k`` (an index into them) where the two sides' distributions differ most, when it
+    passes ``alpha`` Bonferroni over the splits tried; else None. Two-sample Kolmogorov-Smirnov on ranks, read at
+    ``SHIFT_GRID`` rank thresholds and splits at most, then placed exactly within a grid step.
+
+    A GPU series whose every mode moved by more than the gap between them holds about the same mean rank either
+    side — the old fast mode amid the new slow band — and no location split shows it; its two sides' values barely
+    overlap, which the largest gap between their distribution functions does.
     """
     n = len(ranks)
-    scores = np.abs(ranks - (n + 1) / 2.0)
-    centred = scores - scores.mean()
-    spread = float(centred @ centred)
-    if spread <= 0:
-        return 0, 0.0
-    z = np.abs(np.cumsum(centred)[k - 1]) / np.sqrt(k * (n - k) / (n * (n - 1.0)) * spread)
-    best = int(np.argmax(z))
-    return best, float(z[best])
+    thresholds = _thresholds(n)
+    bucket = np.searchsorted(thresholds, ranks)  # the first threshold at or above each point's rank
+    stride = max(1, math.ceil(len(k) / SHIFT_GRID))
+    blocks = (n + stride - 1) // stride
+    counts = np.bincount(np.arange(n) // stride * (len(thresholds) + 1) + bucket,
+                         minlength=blocks * (len(thresholds) + 1)).reshape(blocks, -1)[:, :-1]
+    # points before each block's end at or under each threshold
+    below = np.cumsum(np.cumsum(counts, axis=0), axis=1)
+
+    def strength(splits: np.ndarray, under: np.ndarray) -> np.ndarray:
+        left, right = splits[:, None].astype(float), (n - splits)[:, None].astype(float)
+        gap = np.max(np.abs(under / left - (thresholds[None, :] - under) / right), axis=1)
+        return (splits * (n - splits) / n) * gap * gap  # Kolmogorov's tail: P(D > d) ≈ 2 exp(-2 m d²)
+
+    ends = np.arange(1, blocks + 1) * stride
+    tried = (ends >= k[0]) & (ends <= k[-1])
+    if not tried.any():
+        return None
+    scores = strength(ends[tried], below[tried])
+    best = int(np.argmax(scores))
+    if scores[best] <= -0.5 * math.log(alpha / (2 * int(tried.sum()))):
+        return None
+    # exact within a grid step: each nearby split's counts, from the block end before it
+    at = int(ends[tried][best])
+    near = np.arange(max(int(k[0]), at - stride + 1), min(int(k[-1]), at + stride - 1) + 1)
+    start = near[0] - 1
+    before = np.cumsum(ranks[:start, None] <= thresholds[None, :], axis=0)[-1] if start else np.zeros(len(thresholds))
+    steps = np.cumsum(ranks[start:near[-1], None] <= thresholds[None, :], axis=0)
+    split = int(near[int(np.argmax(strength(near, before + steps)))])
+    return int(np.searchsorted(k, split))
 
 
 def _rank_bump(ranks: np.ndarray, min_size: int, alpha: float) -> tuple[int, int] | None:
