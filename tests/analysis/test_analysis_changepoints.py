@@ -274,6 +274,32 @@ def test_a_regression_on_log_times_keeps_the_digits_of_its_residual(columns: lis
     assert fit.rss == pytest.approx(float(w @ (y - design @ coef) ** 2), rel=1e-4)
 
 
+@pytest.mark.parametrize("total", [0.02, 0.04, 0.08])
+def test_a_drift_s_swing_is_how_far_its_curve_moves(total: float) -> None:
+    y = total * np.arange(N) / N + np.random.default_rng(0).normal(0.0, 0.01, N)
+    regression = drift.Regression(y, np.ones(N))
+    assert regression.swing(regression.eliminate([], [0], 1.0), [0]) == pytest.approx(total, abs=0.006)
+
+
+def test_a_curve_that_would_move_the_series_further_than_drift_does_is_no_drift() -> None:
+    """An autotuned history (acceptance generator, tuning seed 0, 3 % noise, its modes too close to read): +5 % at 40
+    and +10 % at 72. A sinusoid on a line swinging 15 % won on BIC against the two steps, and nothing was reported."""
+    from bench.changepoints.histories import cell
+    history = cell("bimodal", 0.03, 20, 0)[13]
+    assert [(c.index, c.size) for c in history.changes] == [(40, 0.05), (72, 0.1)]
+    found = detect(history.values)
+    assert [cp.index for cp in found] == [40, 72]
+    assert [cp.change_pct for cp in found] == pytest.approx([5, 10], abs=1.0)
+
+
+def test_a_creep_beyond_drift_is_not_silent() -> None:
+    """15 % over 200 commits in 1 % noise is a slowdown a team must hear of: it was read as drift, and silent. It is
+    told as the staircase of steps that hold in it; 5 % stays drift (``test_a_clean_drifting_series_is_silent``)."""
+    values = 1e-4 * np.exp(0.15 * np.arange(N) / N + np.random.default_rng(0).normal(0.0, 0.01, N))
+    found = detect(values)
+    assert all(cp.change_pct > 0 for cp in found) and sum(cp.change_pct for cp in found) > 10
+
+
 _ALTERNATING = np.where(np.arange(N) % 2 == 0, 0.01, -0.01)  # 1 % of noise that neither a step nor a line explains
 
 
