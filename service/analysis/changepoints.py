@@ -34,7 +34,7 @@ change must be worth is the team's ``min_effect``, applied by the A/B that confi
    warm-ups, cosines, and a sinusoid of the series' own period. When it wins, the steps kept
    are those that hold with the drift in, or that stand out of a local line and curve
    (``SHARP_ALPHA``): a clean drifting series keeps none, a step on top of drift stays. A
-   curve that would move the series by more than ``drift.MAX_SWING`` is no drift.
+   curve that would move the series by more than ``drift.MAX_SWING`` must win by a wide margin.
 6. **Mix** — in a bimodal series, the share of slow-mode points is segmented too (binary
    segmentation of a binomial CUSUM, ``MIX_ALPHA`` per stretch, a short stretch's surplus of
    slow points outlasting one episode); a move of the share where no location step is becomes

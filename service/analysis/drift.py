@@ -22,9 +22,10 @@ drifting series keeps no step; a real step still stands out of a smooth curve. A
 pays ``LINE_COST`` more: a step in mid-series is nearly a line.
 
 Drift is small: thermals, a cache, a warm-up move a timing by a few per cent. A curve that moves
-the series by more than ``MAX_SWING`` (10 %) over its history is not taken as drift, however well
-it fits: a sinusoid on a line can follow a +5 % and a +10 % step 30 commits apart in 3 % noise
-better on BIC than the two steps, and a team would then hear nothing of a 15 % slowdown.
+the series by more than ``MAX_SWING`` (10 %) is taken as drift only when it beats the best other
+account by ``SWING_MARGIN`` of BIC: a sinusoid on a line followed a +5 % and a +10 % step 30
+commits apart in 3 % noise 2.7 better than the two steps, and nothing was reported; a smooth
+creep of 15 % or a population's growth beats any staircase by far more.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ from scipy import special
 MIN_PERIOD = 25.0  # commits: the fastest cosine in the largest basis
 FIRST_PERIOD = 50.0  # commits: the fastest cosine in the middle one
 WARMUP_TAUS = (4.0, 12.0, 36.0)  # commits: time constants of warm-ups that settle
-MAX_SWING = 0.10  # log units: a drift whose curve moves the series further than this is a change, not drift
+MAX_SWING = 0.10  # log units: a drift whose curve moves the series further than this ...
+SWING_MARGIN = 10.0  # ... must beat the best other account by this much BIC: very strong evidence (Kass & Raftery 1995)
 STEP_COST = 2.0  # extra BIC parameters per step, for having searched its place
 DRIFT_ALPHA = 1e-3  # per step, eliminating steps with the drift in
 SINE_STEPS = 4  # frequencies of the sinusoid grid per 1/n
@@ -410,7 +412,7 @@ def choose(regression: Regression, candidates: Sequence[int], level_steps: Seque
 
     ``level_steps`` are the steps a drift-free local test kept; the drift-free side is the better
     of those and of a global elimination, so drift has to beat the best account without it. A drift
-    that would move the series by more than ``MAX_SWING`` is passed over.
+    that would move the series by more than ``MAX_SWING`` has to beat it by ``SWING_MARGIN``.
     """
     n = regression.n
     pool = sorted(set(candidates) | set(level_steps))
@@ -425,6 +427,7 @@ def choose(regression: Regression, candidates: Sequence[int], level_steps: Seque
         drifts += [(wave, SINE_COST), ([0, *wave], SINE_COST)] if SINE_ALONE else [([0, *wave], SINE_COST)]
     for columns, searched in drifts:
         fit = regression.eliminate(pool, columns, DRIFT_ALPHA, searched, bound=best.fit.bic(n))
-        if fit.bic(n) < best.fit.bic(n) and regression.swing(fit, columns) <= MAX_SWING:
+        if fit.bic(n) < best.fit.bic(n) and (fit.bic(n) + SWING_MARGIN < best.fit.bic(n)
+                                            or regression.swing(fit, columns) <= MAX_SWING):
             best = Choice(columns, fit)
     return best

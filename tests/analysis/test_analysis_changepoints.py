@@ -281,9 +281,10 @@ def test_a_drift_s_swing_is_how_far_its_curve_moves(total: float) -> None:
     assert regression.swing(regression.eliminate([], [0], 1.0), [0]) == pytest.approx(total, abs=0.006)
 
 
-def test_a_curve_that_would_move_the_series_further_than_drift_does_is_no_drift() -> None:
+def test_a_curve_that_would_move_the_series_further_than_drift_does_must_win_by_far() -> None:
     """An autotuned history (acceptance generator, tuning seed 0, 3 % noise, its modes too close to read): +5 % at 40
-    and +10 % at 72. A sinusoid on a line swinging 15 % won on BIC against the two steps, and nothing was reported."""
+    and +10 % at 72. A sinusoid on a line swinging 15 % won on BIC by 2.7 against the two steps, and nothing was
+    reported."""
     from bench.changepoints.histories import cell
     history = cell("bimodal", 0.03, 20, 0)[13]
     assert [(c.index, c.size) for c in history.changes] == [(40, 0.05), (72, 0.1)]
@@ -292,12 +293,12 @@ def test_a_curve_that_would_move_the_series_further_than_drift_does_is_no_drift(
     assert [cp.change_pct for cp in found] == pytest.approx([5, 10], abs=1.0)
 
 
-def test_a_creep_beyond_drift_is_not_silent() -> None:
-    """15 % over 200 commits in 1 % noise is a slowdown a team must hear of: it was read as drift, and silent. It is
-    told as the staircase of steps that hold in it; 5 % stays drift (``test_a_clean_drifting_series_is_silent``)."""
-    values = 1e-4 * np.exp(0.15 * np.arange(N) / N + np.random.default_rng(0).normal(0.0, 0.01, N))
-    found = detect(values)
-    assert all(cp.change_pct > 0 for cp in found) and sum(cp.change_pct for cp in found) > 10
+@pytest.mark.parametrize("total", [0.15, 0.5])
+def test_a_smooth_trend_that_beats_any_staircase_by_far_is_still_drift(total: float) -> None:
+    """A line swinging 15 or 50 % in 1 % noise: a staircase that follows it needs many steps (seven at 15 %), and the
+    line beats it by far more than ``drift.SWING_MARGIN`` (a population's growth in TCPD read as 129 steps without)."""
+    values = 1e-4 * np.exp(total * np.arange(N) / N + np.random.default_rng(0).normal(0.0, 0.01, N))
+    assert detect(values) == []
 
 
 _ALTERNATING = np.where(np.arange(N) % 2 == 0, 0.01, -0.01)  # 1 % of noise that neither a step nor a line explains
