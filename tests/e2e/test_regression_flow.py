@@ -44,8 +44,9 @@ def env(tmp_path: Path, request: pytest.FixtureRequest) -> dict[str, str]:
 Row = tuple[str, str, "str | None", str]
 
 
-def _reported(env: dict[str, str]) -> tuple[set[Row], list[dict[str, Any]]]:
-    rows = json.loads(roofwatch(["regressions", "--format", "json"], env).stdout)
+def _reported(env: dict[str, str], repo: Path) -> tuple[set[Row], list[dict[str, Any]]]:
+    # this repository's only: the PostgreSQL database is the worker's, and other tests store the same history
+    rows = json.loads(roofwatch(["regressions", "--repo", str(repo), "--format", "json"], env).stdout)
     return {(r["kind"], r["benchmark"], r["commit"], r["state"]) for r in rows}, rows
 
 
@@ -74,7 +75,7 @@ def test_every_commit_measured_reports_exactly_the_planted_changes(
     repo, shas = planted
     done = roofwatch(["run", "--repo", str(repo), "--last", str(len(shas))], env, check=False, timeout=1200)
     assert done.returncode == 1, done.stdout  # the buggy commits fail their runs
-    found, rows = _reported(env)
+    found, rows = _reported(env, repo)
     assert found == _expected(shas), json.dumps(rows, indent=1)
     _check_sizes(rows)
 
