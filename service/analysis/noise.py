@@ -9,9 +9,9 @@ from the series itself, each robust to the steps it may hold:
   configurations. Each stretch between robust level shifts (Mann-Whitney binary segmentation,
   blind to how the noise is shaped; where no single shift stands out of the whole series, the
   stretch whose ranks do, or the split where their distribution moves) is split in two by 1-D
-  2-means (Fisher's exact grouping for one dimension); when most of the series splits cleanly — a gap of ``MODE_SEPARATION``
-  within-cluster deviations, each side at least ``MODE_SHARE`` of its stretch — each point
-  is labelled fast or slow, and the slow mode's offset and spread are measured — unless the slow
+  2-means (Fisher's exact grouping for one dimension); when most of the series splits cleanly —
+  a gap of ``MODE_SEPARATION`` within-cluster deviations, each side at least ``MODE_SHARE`` of
+  its stretch — each point is labelled fast or slow, and the slow mode's offset and spread are measured — unless the slow
   points sit together in a few long runs (Wald-Wolfowitz, ``RUNS_Z``): a process's mode is drawn
   afresh each run, a bump of a dozen commits is a level that moved;
 - **a floor**: a series whose every run is a floor plus a slow delay (``one_sided``: its low side
@@ -122,10 +122,11 @@ def rank_shifts(x: np.ndarray, min_size: int, alpha: float = ROUGH_ALPHA) -> lis
         u = np.cumsum(ranks)[k - 1] - k * (k + 1) / 2.0
         z = np.abs((u - k * (n - k) / 2.0) / np.sqrt(k * (n - k) * (n + 1) / 12.0))
         best = int(np.argmax(z))
-        bar = -special.ndtri(alpha / (2 * len(k)))
-        if z[best] < bar and n < min(len(x), SHIFT_MIN_STRETCH):
+        if z[best] >= -special.ndtri(alpha / (2 * len(k))):
+            split = start + int(k[best])
+        elif n < min(len(x), SHIFT_MIN_STRETCH):
             continue  # a short part, cut at a level shift already: a drift's pieces split as cleanly as two modes
-        if z[best] < bar:
+        else:
             # a bump is looked for over the whole series only: in the parts of a drift it finds the drift's
             # turns, and the short pieces it leaves split by 2-means as cleanly as two modes
             bump = _rank_bump(ranks, min_size, alpha) if n == len(x) else None
@@ -137,8 +138,7 @@ def rank_shifts(x: np.ndarray, min_size: int, alpha: float = ROUGH_ALPHA) -> lis
             shift = _distribution_shift(ranks, k, alpha)
             if shift is None:
                 continue
-            best = shift
-        split = start + int(k[best])
+            split = start + shift
         found.append(split)
         stack += [(start, split), (split, end)]
     return sorted(found)
@@ -153,7 +153,7 @@ def _thresholds(n: int) -> np.ndarray:
 
 
 def _distribution_shift(ranks: np.ndarray, k: np.ndarray, alpha: float) -> int | None:
-    """The split of the splits ``k`` (an index into them) where the two sides' distributions differ most, when it
+    """The split of the splits ``k`` where the two sides' distributions differ most, when it
     passes ``alpha`` Bonferroni over the splits tried; else None. Two-sample Kolmogorov-Smirnov on ranks, read at
     ``SHIFT_GRID`` rank thresholds and splits at most, then placed exactly within a grid step.
 
@@ -190,8 +190,7 @@ def _distribution_shift(ranks: np.ndarray, k: np.ndarray, alpha: float) -> int |
     start = near[0] - 1
     before = np.cumsum(ranks[:start, None] <= thresholds[None, :], axis=0)[-1] if start else np.zeros(len(thresholds))
     steps = np.cumsum(ranks[start:near[-1], None] <= thresholds[None, :], axis=0)
-    split = int(near[int(np.argmax(strength(near, before + steps)))])
-    return int(np.searchsorted(k, split))
+    return int(near[int(np.argmax(strength(near, before + steps)))])
 
 
 def _rank_bump(ranks: np.ndarray, min_size: int, alpha: float) -> tuple[int, int] | None:
