@@ -52,6 +52,7 @@ HAMPEL_K = 4.0
 LEVEL_HALF_WIDTH = 7  # the level outliers are replaced by and clipped towards: 15 points, so a few
 # points of an unrecognised second mode in a row do not carry it
 HUBER_K = 2.5
+END_RUN = 4  # points of one mode in a row at an end, all beyond the level the same way: more than an episode (1-3 commits)
 RUNS_Z = -6.0  # slow points this much more bunched than interleaved modes would be are a moved level (or a drift cut in two)
 ONE_SIDED = 0.8  # floor_ratio under this: a floor and a slow tail (slow-tail histories 0.51-0.93, other unimodal kinds ≥ 0.88)
 FLAT_FLOOR = 1.5  # ... and floor_flatness under this (slow-tail histories: median 1.0, 90 % under 1.5; t lower tails ≥ 2.5)
@@ -347,6 +348,30 @@ def read_noise(x: np.ndarray, min_size: int, steps: Sequence[int] | None = None)
     return Noise(fast_sigma, slow, offset, max(slow_sigma, fast_sigma))
 
 
+def runs_at_ends(deviation: np.ndarray, bar: float, length: int = END_RUN) -> np.ndarray:
+    """The points of the runs, at either end, of at least ``length`` deviations beyond ``bar``, all the same way."""
+    out = np.zeros(len(deviation), dtype=bool)
+    for order in (np.arange(len(deviation)), np.arange(len(deviation))[::-1]):
+        beyond = np.sign(deviation[order]) * (np.abs(deviation[order]) > bar)
+        count = len(beyond) if np.all(beyond == beyond[0]) else int(np.argmax(beyond != beyond[0]))
+        if beyond[0] != 0 and count >= length:
+            out[order[:count]] = True
+    return out
+
+
+def _end_deviations(values: np.ndarray, half_width: int) -> np.ndarray:
+    """Each value less its running median, within ``4 × half_width + 1`` points of either end (zero between): a run
+    longer than that at an end is its window's majority, and needs no looking for."""
+    reach = 4 * half_width + 1  # every window of these points lies within the first (last) reach + half_width
+    if len(values) <= 2 * (reach + half_width):
+        return values - running_median(values, half_width)
+    out = np.zeros(len(values))
+    head, tail = values[:reach + half_width], values[-reach - half_width:]
+    out[:reach] = (head - running_median(head, half_width))[:reach]
+    out[-reach:] = (tail - running_median(tail, half_width))[-reach:]
+    return out
+
+
 def clean(x: np.ndarray, noise: Noise) -> tuple[np.ndarray, np.ndarray]:
     """Values on the fast mode's scale, Hampel-filtered and winsorised per mode, and their weights (1/variance, fast = 1)."""
     y = x - noise.offset * noise.slow
@@ -370,6 +395,16 @@ def clean(x: np.ndarray, noise: Noise) -> tuple[np.ndarray, np.ndarray]:
         # at either end the 7-point window cannot tell an episode from a step (it holds a majority of it), the
         # 15-point one can: a change needs min_size points before it is seen anyway
         end = np.minimum(np.arange(len(values)), np.arange(len(values))[::-1]) < HAMPEL_HALF_WIDTH
+        # ... but a mode's last points can all be new: a GPU series whose slow share rose has a few fast points
+        # after a late step, and the 15-point level holds the old one. A run at an end longer than an episode is a
+        # level of its own, its points clipped only towards the run's own medians
+        run = runs_at_ends(_end_deviations(values, LEVEL_HALF_WIDTH), HAMPEL_K * sigma)
+        if run.any():
+            low, high = running_median_bounds(np.where(run, values, np.nan), HAMPEL_HALF_WIDTH)
+            median = np.where(run, np.clip(values, low, high), median)
+            residual = values - median
+            end &= ~run
+            suspect &= ~run
         far = (suspect | end) & (np.abs(residual) > HAMPEL_K * sigma)
         out[index] = np.where(far, median, median + np.clip(residual, -HUBER_K * sigma, HUBER_K * sigma))
     return out, weight
