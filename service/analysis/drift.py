@@ -69,12 +69,20 @@ def frequencies(n: int) -> np.ndarray:
 
 
 def waves(n: int, f: np.ndarray) -> np.ndarray:
-    """A sine and a cosine column per frequency of ``f`` (cycles per commit), in that order."""
-    phase = 2 * np.pi * np.arange(n)[:, None] * np.asarray(f)[None, :]
-    out = np.empty((*phase.shape, 2))
-    np.sin(phase, out=out[..., 0])  # written in place, interleaved: stacking the two afterwards cost a third more
-    np.cos(phase, out=out[..., 1])
-    return out.reshape(n, -1)
+    """A sine and a cosine column per frequency of ``f`` (cycles per commit), in that order.
+
+    Each frequency's turn ``exp(2πif)`` raised to every commit by a running product: a third of the time of a sine
+    and a cosine of every phase (the refined sinusoid grid was a twelfth of a series' analysis), and within a few
+    10⁻¹⁵ of them per commit (as close as a phase of thousands of radians, rounded, lets those be).
+    """
+    f = np.asarray(f, dtype=float)
+    turns = np.empty((n, len(f)), dtype=complex)
+    turns[:1] = 1.0
+    turns[1:] = np.exp(2j * np.pi * f)[None, :]
+    np.cumprod(turns, axis=0, out=turns)
+    out = np.empty((n, len(f), 2))
+    out[..., 0], out[..., 1] = turns.imag, turns.real  # interleaved: a sine and a cosine per frequency
+    return out.reshape(n, 2 * len(f))
 
 
 @lru_cache(maxsize=8)
@@ -421,10 +429,13 @@ def choose(regression: Regression, candidates: Sequence[int], level_steps: Seque
     best = Choice(None, plain)
     line, *curves = options(n)
     drifts = [(line, LINE_COST), *((columns, 0.0) for columns in curves)]
-    drifts.append((regression.add(np.exp(-np.arange(n) / _likeliest_warmup(regression))), WARMUP_COST))
-    for f in _strongest_sines(regression, level_steps):
-        wave = regression.add(waves(n, np.array([f])))
-        drifts += [(wave, SINE_COST), ([0, *wave], SINE_COST)] if SINE_ALONE else [([0, *wave], SINE_COST)]
+    # the series' own warm-up and sinusoids, added as columns at once: each addition copies every column
+    sines = _strongest_sines(regression, level_steps)
+    warmup, *added = regression.add(np.column_stack([np.exp(-np.arange(n) / _likeliest_warmup(regression)),
+                                                     waves(n, np.array(sines))]))
+    drifts.append(([warmup], WARMUP_COST))
+    for wave in zip(added[0::2], added[1::2]):
+        drifts += [(list(wave), SINE_COST), ([0, *wave], SINE_COST)] if SINE_ALONE else [([0, *wave], SINE_COST)]
     for columns, searched in drifts:
         fit = regression.eliminate(pool, columns, DRIFT_ALPHA, searched, bound=best.fit.bic(n))
         if fit.bic(n) < best.fit.bic(n) and (fit.bic(n) + SWING_MARGIN < best.fit.bic(n)

@@ -596,3 +596,16 @@ def test_a_floor_step_is_held_by_its_floors_where_its_mean_barely_moves(seed: in
     assert abs(found.index - 120) <= 3
     assert found.ci_low > 0.0
     assert found.p_value < changepoints.FLOOR_ALPHA
+
+
+@pytest.mark.parametrize("n", [1, 2, 200, 500, 20_000])
+def test_waves_are_a_sine_and_a_cosine_of_every_phase(n: int) -> None:
+    """Raised to every commit by a running product, the turns stay as close to the trigonometric functions as the
+    rounding of a phase of thousands of radians lets those be: a few 10⁻¹⁵ per commit, any frequency."""
+    f = np.linspace(1.0 / max(n, 2), 0.5, 33)
+    phase = 2 * np.pi * np.arange(n)[:, None] * f[None, :]
+    columns = drift.waves(n, f)
+    bound = 2e-15 * max(n, 100)
+    assert columns.shape == (n, 2 * len(f))
+    assert np.max(np.abs(columns[:, 0::2] - np.sin(phase)), initial=0.0) < bound
+    assert np.max(np.abs(columns[:, 1::2] - np.cos(phase)), initial=0.0) < bound
