@@ -19,8 +19,9 @@ from the series itself, each robust to the steps it may hold:
   which the change-point search then reads (``changepoints.floor_gain``);
 - **outliers**: within each mode, a point further than ``HAMPEL_K`` deviations from its running
   median (Hampel filter, Pearson 2002; windows at the ends hold only the points there, and
-  within 3 commits of an end the 15-point level decides) is replaced by that median, and the rest are clipped at
-  ``HUBER_K`` deviations (Huber's winsorising), so a noisy neighbour or a heavy tail moves no mean.
+  within 3 commits of an end the 15-point level decides — unless ``END_RUN`` or more of the mode's points in a
+  row at that end lie beyond it the same way, a level of their own) is replaced by that median, and the rest are
+  clipped at ``HUBER_K`` deviations (Huber's winsorising), so a noisy neighbour or a heavy tail moves no mean.
 
 ``clean`` then gives the series a step test can use: slow points moved down by the slow mode's
 offset, and weights 1/variance, so a broad slow band barely counts while a tight autotuner mode
