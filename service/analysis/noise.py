@@ -351,12 +351,14 @@ def read_noise(x: np.ndarray, min_size: int, steps: Sequence[int] | None = None)
 
 def runs_at_ends(deviation: np.ndarray, bar: float, length: int = END_RUN) -> np.ndarray:
     """The points of the runs, at either end, of at least ``length`` deviations beyond ``bar``, all the same way."""
+    beyond = np.sign(deviation) * (np.abs(deviation) > bar)  # -1, 0 or +1 per point
     out = np.zeros(len(deviation), dtype=bool)
-    for order in (np.arange(len(deviation)), np.arange(len(deviation))[::-1]):
-        beyond = np.sign(deviation[order]) * (np.abs(deviation[order]) > bar)
-        count = len(beyond) if np.all(beyond == beyond[0]) else int(np.argmax(beyond != beyond[0]))
-        if beyond[0] != 0 and count >= length:
-            out[order[:count]] = True
+    for order in (slice(None), slice(None, None, -1)):  # from the start, then from the end
+        side, marks = beyond[order], out[order]
+        other = np.flatnonzero(side != side[0]) if len(side) else np.zeros(0, dtype=int)
+        count = int(other[0]) if len(other) else len(side)
+        if count >= length and side[0] != 0:
+            marks[:count] = True  # a view: writes into ``out``
     return out
 
 
