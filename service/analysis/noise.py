@@ -190,7 +190,7 @@ def _distribution_shift(ranks: np.ndarray, k: np.ndarray, alpha: float) -> int |
     at = int(ends[tried][best])
     near = np.arange(max(int(k[0]), at - stride + 1), min(int(k[-1]), at + stride - 1) + 1)
     start = near[0] - 1
-    before = np.cumsum(ranks[:start, None] <= thresholds[None, :], axis=0)[-1] if start else np.zeros(len(thresholds))
+    before = np.sum(ranks[:start, None] <= thresholds[None, :], axis=0)  # points before ``start`` under each
     steps = np.cumsum(ranks[start:near[-1], None] <= thresholds[None, :], axis=0)
     return int(near[int(np.argmax(strength(near, before + steps)))])
 
