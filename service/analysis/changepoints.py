@@ -56,7 +56,7 @@ import numpy as np
 from scipy import special
 
 from roofwatch.service.analysis import drift
-from roofwatch.service.analysis.noise import Noise, clean, floor_ratio, one_sided, read_noise, robust_sigma
+from roofwatch.service.analysis.noise import Noise, clean, floor_ratio, one_sided, quantiles, read_noise, robust_sigma
 
 __all__ = ["ChangePoint", "detect", "robust_sigma"]
 
@@ -438,7 +438,7 @@ def _floor_lifts(v: np.ndarray, first: int, last: int) -> tuple[np.ndarray, np.n
 def _floor_density(v: np.ndarray) -> float | None:
     """The density of ``v`` at its floor: ``FLOOR_SHARE`` of its values lie between its lowest and that quantile;
     None when they are all one value there."""
-    low, quantile = float(v.min()), float(np.quantile(v, FLOOR_SHARE))
+    low, quantile = float(v.min()), float(quantiles(v, (FLOOR_SHARE,))[0])
     return FLOOR_SHARE / (quantile - low) if quantile > low else None
 
 
@@ -461,7 +461,7 @@ def floor_step(x: np.ndarray, lo: int, k: int, hi: int) -> tuple[float, _Step]:
 
 def _above_floor(v: np.ndarray, fallback: float) -> float:
     """The mean of the distance from ``v``'s floor to its lowest value, 1 / (points × density at the floor)."""
-    spread = float(np.quantile(v, FLOOR_SHARE)) - float(v.min())
+    spread = float(quantiles(v, (FLOOR_SHARE,))[0]) - float(v.min())
     return spread / (FLOOR_SHARE * len(v)) if spread > 0 else 1.0 / (fallback * len(v))
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -117,3 +119,29 @@ def test_an_episode_at_the_end_of_a_series_is_still_clipped() -> None:
     x[-4] += 0.3  # four are a level of their own, kept
     y, _w = noise.clean(x, noise.read_noise(x, 5))
     assert np.all(y[-4:] > 0.25)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 10, 11, 64, 199, 500])
+@pytest.mark.parametrize("seed", range(5))
+def test_quantiles_are_numpys_to_the_last_bit(n: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    values = rng.standard_t(3, n) * 10.0 ** rng.integers(-4, 4)
+    if seed % 2:
+        values = np.round(values, 1)  # ties
+    q = (0.0, 0.01, 0.05, 0.2, 0.25, 0.4, 0.5, 0.75, 0.95, 1.0, float(rng.random()))
+    assert noise.quantiles(values, q) == np.quantile(values, q).tolist()
+
+
+@pytest.mark.parametrize("half_width", [3, 7])
+@pytest.mark.parametrize("seed", range(5))
+def test_running_median_bounds_give_nanmedian_with_nans_skipped(half_width: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    values = rng.normal(size=60)
+    values[rng.random(60) < 0.3] = np.nan  # suspects dropped from the windows, as clean drops them
+    low, high = noise.running_median_bounds(values, half_width)
+    padded = np.pad(values, half_width, constant_values=np.nan)
+    windows = np.lib.stride_tricks.sliding_window_view(padded, 2 * half_width + 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a window of NaNs only: NaN, as the bounds give
+        expected = np.nanmedian(windows, axis=1)
+    np.testing.assert_array_equal((low + high) / 2, expected)
