@@ -76,12 +76,25 @@ def quantiles(v: np.ndarray, q: Sequence[float]) -> list[float]:
     return out
 
 
+def median(v: np.ndarray) -> float:
+    """``np.median(v)`` to the last bit (NaN when any value is), from one partition: np.median's dispatch costs
+    several times that on a few hundred values, and every stretch's level and scale is a median."""
+    n = len(v)
+    if n == 0 or not np.isfinite(v).all():
+        return float(np.median(v))
+    half = n // 2
+    if n % 2:
+        return float(np.partition(v, half)[half])
+    ordered = np.partition(v, (half - 1, half))
+    return (float(ordered[half - 1]) + float(ordered[half])) / 2
+
+
 def robust_sigma(x: np.ndarray) -> float:
     """Noise scale that steps, drift and outliers barely move: MAD of first differences / √2."""
     if len(x) < 3:
         return 0.0
     d = np.diff(x)
-    return float(MAD_TO_SD * np.median(np.abs(d - np.median(d))) / math.sqrt(2))
+    return float(MAD_TO_SD * median(np.abs(d - median(d))) / math.sqrt(2))
 
 
 def _pad(x: np.ndarray, half_width: int) -> np.ndarray:
@@ -166,10 +179,11 @@ def rank_shifts(x: np.ndarray, min_size: int, alpha: float = ROUGH_ALPHA) -> lis
     return sorted(found)
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=1024)  # a stretch of every length a long series is cut into
 def _thresholds(n: int) -> np.ndarray:
-    """``SHIFT_GRID`` rank thresholds at most, spread over ``1..n`` (read-only: shared by every stretch this long)."""
-    out = np.unique(np.linspace(1, n, min(n, SHIFT_GRID)).round())
+    """``SHIFT_GRID`` rank thresholds at most, spread over ``1..n`` (read-only: shared by every stretch this long).
+    A step of at least one rank apart, so no two round to the same one."""
+    out = np.linspace(1, n, min(n, SHIFT_GRID)).round()
     out.flags.writeable = False
     return out
 
@@ -299,7 +313,7 @@ def floor_ratio(x: np.ndarray, bounds: Sequence[int]) -> float:
     1.22 for normal noise, more under two-sided tails, about 1.2 with slow episodes (they move neither the low side
     nor the quartiles much); 0.65-0.75 when every run is the floor plus a slow delay (half-normal, half-t).
     """
-    residual = np.concatenate([x[s:e] - np.median(x[s:e]) for s, e in zip(bounds, bounds[1:]) if e > s])
+    residual = np.concatenate([x[s:e] - median(x[s:e]) for s, e in zip(bounds, bounds[1:]) if e > s])
     q05, q25, q50, q75 = quantiles(residual, (0.05, 0.25, 0.5, 0.75))
     return float((q50 - q05) / (q75 - q25)) if q75 > q25 else math.inf
 
@@ -312,7 +326,7 @@ def floor_flatness(x: np.ndarray, bounds: Sequence[int]) -> float:
     for a heavier one: two modes the mode reading did not separate give a small ``floor_ratio`` too, but the fast
     mode's lower tail is no floor.
     """
-    residual = np.concatenate([x[s:e] - np.median(x[s:e]) for s, e in zip(bounds, bounds[1:]) if e > s])
+    residual = np.concatenate([x[s:e] - median(x[s:e]) for s, e in zip(bounds, bounds[1:]) if e > s])
     q01, q20, q40 = quantiles(residual, (0.01, 0.2, 0.4))
     return float((q20 - q01) / (q40 - q20)) if q40 > q20 else math.inf
 
@@ -358,14 +372,14 @@ def read_noise(x: np.ndarray, min_size: int, steps: Sequence[int] | None = None)
     for s, e in zip(bounds, bounds[1:]):
         group = next((g for gs, ge, g in split if gs == s and ge == e), None)
         # a stretch that did not split cleanly (short, or one mode only) is centred on its median
-        fast_level[s:e] = group.low if group is not None else float(np.median(x[s:e]))
+        fast_level[s:e] = group.low if group is not None else median(x[s:e])
     residual = x - fast_level
     slow = residual > gap / 2
     if slow.sum() < 3 or (~slow).sum() < 3 or runs_z(slow) < RUNS_Z:
         return unimodal
-    offset = float(np.median(residual[slow]))
+    offset = median(residual[slow])
     fast_sigma = max(robust_sigma(x[~slow]), SCALE_FLOOR)
-    slow_sigma = MAD_TO_SD * float(np.median(np.abs(residual[slow] - offset)))
+    slow_sigma = MAD_TO_SD * median(np.abs(residual[slow] - offset))
     return Noise(fast_sigma, slow, offset, max(slow_sigma, fast_sigma))
 
 

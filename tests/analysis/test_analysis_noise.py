@@ -145,3 +145,24 @@ def test_running_median_bounds_give_nanmedian_with_nans_skipped(half_width: int,
         warnings.simplefilter("ignore", RuntimeWarning)  # a window of NaNs only: NaN, as the bounds give
         expected = np.nanmedian(windows, axis=1)
     np.testing.assert_array_equal((low + high) / 2, expected)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 9, 10, 199, 200])
+@pytest.mark.parametrize("seed", range(5))
+def test_median_is_numpys_to_the_last_bit(n: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    values = rng.standard_t(3, n) * 10.0 ** rng.integers(-4, 4)
+    if seed % 2:
+        values = np.round(values, 1)  # ties
+    assert noise.median(values) == float(np.median(values))
+
+
+def test_median_of_values_with_a_nan_is_nan() -> None:
+    assert np.isnan(noise.median(np.array([1.0, np.nan, 2.0])))
+
+
+@pytest.mark.parametrize("n", [*range(1, 130), 500, 1000, 4999])
+def test_shift_thresholds_are_distinct_ranks_spread_over_the_stretch(n: int) -> None:
+    thresholds = noise._thresholds(n)
+    assert thresholds[0] == 1 and thresholds[-1] == n and len(thresholds) == min(n, noise.SHIFT_GRID)
+    assert np.all(np.diff(thresholds) >= 1)
