@@ -56,7 +56,8 @@ import numpy as np
 from scipy import special
 
 from roofwatch.service.analysis import drift
-from roofwatch.service.analysis.noise import Noise, clean, floor_ratio, one_sided, quantiles, read_noise, robust_sigma
+from roofwatch.service.analysis.arrays import quantiles, weighted_mean
+from roofwatch.service.analysis.noise import Noise, clean, floor_ratio, one_sided, read_noise, robust_sigma
 
 __all__ = ["ChangePoint", "detect", "robust_sigma"]
 
@@ -167,12 +168,12 @@ def _episode_test(y: np.ndarray, w: np.ndarray, k: int, lo: int, hi: int) -> _St
     short = right if short_right else left
     if len(short) - EPISODE < 2:
         return None
-    d = np.average(y[right], weights=w[right]) - np.average(y[left], weights=w[left])
+    d = weighted_mean(y[right], w[right]) - weighted_mean(y[left], w[left])
     sign = (1.0 if d > 0 else -1.0) * (1.0 if short_right else -1.0)
     kept = short[np.argsort(-sign * y[short], kind="stable")[EPISODE:]]
     left, right = (left, np.sort(kept)) if short_right else (np.sort(kept), right)
     wl, wr = w[left], w[right]
-    ml, mr = np.average(y[left], weights=wl), np.average(y[right], weights=wr)
+    ml, mr = weighted_mean(y[left], wl), weighted_mean(y[right], wr)
     rss = float(wl @ (y[left] - ml) ** 2 + wr @ (y[right] - mr) ** 2)
     dof = len(left) + len(right) - 2
     se = math.sqrt(max(rss, 1e-300) / max(dof, 1) * (1 / wl.sum() + 1 / wr.sum()))
@@ -554,7 +555,7 @@ def _mode_split(x: np.ndarray, noise: Noise, y: np.ndarray, w: np.ndarray, posit
     before, after = slice(max(lo, a - 4 * reach), a), slice(b, min(hi, b + 4 * reach))
     if b <= a or a - before.start < 3 or after.stop - b < 3:
         return k
-    levels = [float(np.average(y[part], weights=w[part])) for part in (before, after)]
+    levels = [weighted_mean(y[part], w[part]) for part in (before, after)]
     spread = max(noise.slow_sigma, noise.sigma)
 
     def cost(level: float) -> np.ndarray:
@@ -693,7 +694,7 @@ def _location(raw: np.ndarray, rows: np.ndarray, y: np.ndarray, w: np.ndarray, n
               i: int, step: _Step, window: int) -> ChangePoint:
     k = positions[i]
     lo, hi = _window(positions, len(y), i, window)
-    before = float(np.exp(np.average(y[lo:k], weights=w[lo:k])))
+    before = float(np.exp(weighted_mean(y[lo:k], w[lo:k])))
     after = before * math.exp(step.log_step)
     half = 1.96 * step.se
     modes, shares = _modes(before, noise, noise.slow, lo, k, hi)

@@ -38,6 +38,8 @@ from functools import lru_cache
 import numpy as np
 from scipy import special
 
+from roofwatch.service.analysis.arrays import weighted_mean
+
 MIN_PERIOD = 25.0  # commits: the fastest cosine in the largest basis
 FIRST_PERIOD = 50.0  # commits: the fastest cosine in the middle one
 WARMUP_TAUS = (4.0, 12.0, 36.0)  # commits: time constants of warm-ups that settle
@@ -186,7 +188,7 @@ class Regression:
         # Centred: the RSS is the sum of squares less what the columns explain, and for log-times near -9 that sum
         # is thousands against an RSS of 10⁻³, every digit of it lost to the normal matrix's conditioning. The
         # level column takes any constant, so no fit changes but for those digits
-        self.y, self.w = y - np.average(y, weights=w), w
+        self.y, self.w = y - weighted_mean(y, w), w
         y = self.y
         # Most series weigh every value 1 (one mode, nothing measured twice): their products of the basis depend
         # on the length alone, and are formed once per length
@@ -369,7 +371,7 @@ def _strongest_sines(regression: Regression, level_steps: Sequence[int]) -> list
         out = y.copy()
         for s, e in zip(bounds, bounds[1:]):
             if e > s and w[s:e].sum() > 0:
-                out[s:e] -= np.average(y[s:e], weights=w[s:e])
+                out[s:e] -= weighted_mean(y[s:e], w[s:e])
         return out
 
     cw, cy = np.cumsum(w)[:-1], np.cumsum(w * y)[:-1]
@@ -410,7 +412,7 @@ def _likeliest_warmup(regression: Regression) -> float:
     y, w = regression.y, regression.w
     columns = warmups(regression.n)
     centred = columns - (w @ columns) / w.sum()
-    residual = (y - np.average(y, weights=w)) * w
+    residual = (y - weighted_mean(y, w)) * w
     gain = (residual @ centred) ** 2 / np.maximum(w @ (centred * centred), 1e-300)
     return float(WARMUP_GRID[int(np.argmax(gain))])
 

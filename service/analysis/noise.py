@@ -38,6 +38,8 @@ from functools import lru_cache
 import numpy as np
 from scipy import special
 
+from roofwatch.service.analysis.arrays import median, quantiles
+
 MAD_TO_SD = 1.4826  # MAD of a normal sample × this = its standard deviation
 MODE_SEPARATION = 3.5  # gap between two modes over the spread within them (an autotuner 4 % apart in 1 % noise is two modes)
 MODE_SHARE = 0.05  # the smaller mode of a stretch holds at least this share of it
@@ -58,35 +60,6 @@ RUNS_Z = -6.0  # slow points this much more bunched than interleaved modes would
 ONE_SIDED = 0.8  # floor_ratio under this: a floor and a slow tail (slow-tail histories 0.51-0.93, other unimodal kinds ≥ 0.88)
 FLAT_FLOOR = 1.5  # ... and floor_flatness under this (slow-tail histories: median 1.0, 90 % under 1.5; t lower tails ≥ 2.5)
 SCALE_FLOOR = 1e-9  # a series of identical values still gets a finite scale
-
-
-def quantiles(v: np.ndarray, q: Sequence[float]) -> list[float]:
-    """``np.quantile(v, q)`` of finite values (its default, linear interpolation), to the last bit: the same order
-    statistics, found by one partition, and numpy's own interpolation. np.quantile's checks and dispatch cost ten
-    times that on a few hundred values, and the floor tests ask for quantiles of every stretch."""
-    last = len(v) - 1
-    virtual = [last * float(p) for p in q]
-    low = [min(int(math.floor(at)), last) for at in virtual]
-    high = [min(i + 1, last) for i in low]
-    ordered = np.partition(v, [*low, *high])
-    out = []
-    for at, i, j in zip(virtual, low, high):
-        a, b, gamma = float(ordered[i]), float(ordered[j]), at - math.floor(at)
-        out.append(b - (b - a) * (1 - gamma) if gamma >= 0.5 else a + (b - a) * gamma)
-    return out
-
-
-def median(v: np.ndarray) -> float:
-    """``np.median(v)`` to the last bit (NaN when any value is), from one partition: np.median's dispatch costs
-    several times that on a few hundred values, and every stretch's level and scale is a median."""
-    n = len(v)
-    if n == 0 or not np.isfinite(v).all():
-        return float(np.median(v))
-    half = n // 2
-    if n % 2:
-        return float(np.partition(v, half)[half])
-    ordered = np.partition(v, (half - 1, half))
-    return (float(ordered[half - 1]) + float(ordered[half])) / 2
 
 
 def robust_sigma(x: np.ndarray) -> float:
