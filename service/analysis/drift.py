@@ -205,6 +205,8 @@ class Regression:
         self.suffix_w = np.concatenate([np.cumsum(w[::-1])[::-1], [0.0]])
         self.suffix_y = np.concatenate([np.cumsum((w * y)[::-1])[::-1], [0.0]])
         self._drift_fits: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, float]] = {}
+        self._step_products: dict[tuple[tuple[int, ...], int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.log_n = math.log(n)
 
     def add(self, columns: np.ndarray) -> list[int]:
         """Drift columns beyond ``basis`` (a sinusoid of this series' period); their indexes, as ``basis``'s are given."""
@@ -232,11 +234,13 @@ class Regression:
         the drift's parameters alone is a floor under every fit the elimination can still return.
         """
         fixed = [0, *(1 + c for c in (columns or ()))]
-        k = np.asarray(sorted(set(steps)), dtype=int)
+        k = sorted(set(steps))
         inverse_zz, drift_coef, total = self._drift_alone(fixed)
-        sz = self.suffix_z[k][:, fixed]
-        gram = self.suffix_w[np.maximum(k[:, None], k[None, :])] - sz @ inverse_zz @ sz.T
-        cross = self.suffix_y[k] - sz @ drift_coef
+        at_steps, suffix_y, suffix_z = self._at_steps(tuple(k))
+        sz = suffix_z[:, fixed]
+        gram = at_steps - sz @ inverse_zz @ sz.T
+        cross = suffix_y - sz @ drift_coef
+        drift_cost = self.log_n * (len(fixed) + searched)
         active = list(range(len(k)))
         inverse = None  # of gram over ``active``, kept by downdating as steps leave
         while True:
@@ -244,36 +248,46 @@ class Regression:
                 return Fit([], [], [], [], max(total, 1e-300), len(fixed) + searched)
             if inverse is None:
                 try:
-                    inverse = np.linalg.inv(gram[np.ix_(active, active)])
+                    inverse = np.linalg.inv(gram if len(active) == len(k) else gram[np.ix_(active, active)])
                 except np.linalg.LinAlgError:
                     active.pop()
                     continue
             kept = cross[active]
             coef = inverse @ kept
             rss = max(total - float(coef @ kept), 1e-300)
-            if self.n * math.log(rss) + math.log(self.n) * (len(fixed) + searched) >= bound:
+            if self.n * math.log(rss) + drift_cost >= bound:
                 return Fit([], [], [], [], math.inf, len(fixed) + searched)
             dof = self.n - len(fixed) - len(active)
             if dof < 1:
                 active.pop()
                 inverse = None
                 continue
-            diagonal = np.diag(inverse)
+            diagonal = inverse.diagonal()
             se = np.sqrt(np.maximum(diagonal, 1e-300) * rss / dof)
             t = np.abs(coef / se)
-            worst = int(np.argmin(t))  # the largest p-value: one t distribution for every step
+            worst = int(t.argmin())  # the largest p-value: one t distribution for every step
             if 2 * special.stdtr(dof, -t[worst]) < alpha:
                 p = 2 * special.stdtr(dof, -t)
-                return Fit([int(k[i]) for i in active], coef.tolist(), se.tolist(), p.tolist(), rss,
+                return Fit([k[i] for i in active], coef.tolist(), se.tolist(), p.tolist(), rss,
                            len(fixed) + searched + len(active) * (1 + STEP_COST))
             active.pop(worst)
-            if diagonal[worst] > 1e-12 * max(float(np.max(np.abs(diagonal))), 1e-300):
+            if diagonal[worst] > 1e-12 * max(float(np.abs(diagonal).max()), 1e-300):
                 # the inverse without one row and column: a rank-one downdate, no new inversion
                 keep = np.arange(len(diagonal)) != worst
                 column = inverse[keep, worst]
                 inverse = inverse[keep][:, keep] - np.outer(column, inverse[worst, keep]) / diagonal[worst]
             else:
                 inverse = None
+
+    def _at_steps(self, steps: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The steps' own normal matrix, and their products with ``y`` and with every column (cached: every drift
+        model eliminates from the same candidates; columns added since are read afresh)."""
+        key = (steps, self.full.shape[1])
+        if key not in self._step_products:
+            k = np.asarray(steps, dtype=int)
+            self._step_products[key] = (self.suffix_w[np.maximum(k[:, None], k[None, :])], self.suffix_y[k],
+                                        self.suffix_z[k])
+        return self._step_products[key]
 
     def swing(self, fit: Fit, columns: Sequence[int]) -> float:
         """How far the drift of ``fit`` — its ``columns`` of ``basis``, fitted beside its steps — moves the series,
