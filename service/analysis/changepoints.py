@@ -57,7 +57,16 @@ from scipy import special
 
 from roofwatch.service.analysis import drift
 from roofwatch.service.analysis.arrays import quantiles, weighted_mean
-from roofwatch.service.analysis.noise import Noise, clean, floor_ratio, one_sided, read_noise, robust_sigma
+from roofwatch.service.analysis.noise import (
+    Noise,
+    clean,
+    floor_ratio,
+    mann_whitney_z,
+    one_sided,
+    rank,
+    read_noise,
+    robust_sigma,
+)
 
 __all__ = ["ChangePoint", "detect", "robust_sigma"]
 
@@ -376,12 +385,7 @@ def stretch_z(length: int) -> float:
 
 def _rank_z(y: np.ndarray, lo: int, hi: int, min_size: int) -> float:
     """Largest |z| of the Mann-Whitney statistic over the splits of ``y[lo:hi]`` (Pettitt 1979)."""
-    m = hi - lo
-    ranks = np.empty(m)
-    ranks[np.argsort(y[lo:hi], kind="stable")] = np.arange(1, m + 1)
-    k = np.arange(min_size, m - min_size + 1)
-    u = np.cumsum(ranks)[k - 1] - k * (k + 1) / 2.0
-    return float(np.max(np.abs((u - k * (m - k) / 2.0) / np.sqrt(k * (m - k) * (m + 1) / 12.0))))
+    return float(np.max(mann_whitney_z(rank(y[lo:hi]), min_size)[1]))
 
 
 def _grow(y: np.ndarray, sums: _Sums, cps: Sequence[int], min_size: int) -> list[int]:

@@ -107,6 +107,39 @@ def running_median_bounds(x: np.ndarray, half_width: int) -> tuple[np.ndarray, n
     return low, np.where(count > 0, high, np.nan)
 
 
+def rank(values: np.ndarray) -> np.ndarray:
+    """Each value's rank, 1 to n (ties by order)."""
+    out = np.empty(len(values))
+    out[np.argsort(values, kind="stable")] = _ranks(len(values))
+    return out
+
+
+def mann_whitney_z(ranks: np.ndarray, min_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The splits of a stretch with at least ``min_size`` points each side, and the |z| of the Mann-Whitney
+    statistic of each (Pettitt 1979), from the ranks of its values."""
+    k, offset, mean, scale = _mann_whitney(len(ranks), min_size)
+    u = np.cumsum(ranks)[k - 1] - offset
+    return k, np.abs((u - mean) / scale)
+
+
+@lru_cache(maxsize=1024)
+def _ranks(n: int) -> np.ndarray:
+    out = np.arange(1, n + 1, dtype=float)
+    out.flags.writeable = False
+    return out
+
+
+@lru_cache(maxsize=2048)  # every stretch length of a long series, for one or two min_size
+def _mann_whitney(n: int, min_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The splits of a stretch of ``n`` and, per split, what the statistic's null mean and scale need (read-only:
+    the same for every stretch this long)."""
+    k = np.arange(min_size, n - min_size + 1)
+    out = (k, k * (k + 1) / 2.0, k * (n - k) / 2.0, np.sqrt(k * (n - k) * (n + 1) / 12.0))
+    for array in out:
+        array.flags.writeable = False
+    return out
+
+
 def rank_shifts(x: np.ndarray, min_size: int, alpha: float = ROUGH_ALPHA) -> list[int]:
     """Level shifts by binary segmentation on the Mann-Whitney statistic (Pettitt 1979), Bonferroni per stretch.
 
@@ -124,11 +157,8 @@ def rank_shifts(x: np.ndarray, min_size: int, alpha: float = ROUGH_ALPHA) -> lis
         n = end - start
         if n < 2 * min_size:
             continue
-        ranks = np.empty(n)
-        ranks[np.argsort(x[start:end], kind="stable")] = np.arange(1, n + 1)
-        k = np.arange(min_size, n - min_size + 1)
-        u = np.cumsum(ranks)[k - 1] - k * (k + 1) / 2.0
-        z = np.abs((u - k * (n - k) / 2.0) / np.sqrt(k * (n - k) * (n + 1) / 12.0))
+        ranks = rank(x[start:end])
+        k, z = mann_whitney_z(ranks, min_size)
         best = int(np.argmax(z))
         if z[best] >= -special.ndtri(alpha / (2 * len(k))):
             split = start + int(k[best])
