@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from functools import lru_cache
 
@@ -322,11 +322,18 @@ def _eliminate_local(y: np.ndarray, w: np.ndarray, sums: _Sums, cps: Sequence[in
     """Drop the weakest failing step until every one holds against its current neighbours."""
     cps = sorted(set(cps))
     n = len(y)
+    # a step's test reads its neighbours, and theirs (a short side's bump): tests whose five are unchanged by a
+    # drop are taken as they were
+    known: dict[tuple[int, ...], _Step | None] = {}
     while True:
         tests = []
+        padded = [-1, -1, *cps, -1, -1]
         for i, k in enumerate(cps):
-            lo, hi = _window(cps, n, i, width)
-            tests.append(_sharp_test(y, w, k, lo, hi) if sharp else _short_side_test(y, w, sums, cps, i, width))
+            key = tuple(padded[i:i + 5])
+            if key not in known:
+                lo, hi = _window(cps, n, i, width)
+                known[key] = _sharp_test(y, w, k, lo, hi) if sharp else _short_side_test(y, w, sums, cps, i, width)
+            tests.append(known[key])
         p = [1.0 if t is None else t.p_value for t in tests]
         if not cps or max(p) < alpha:
             return [(k, t) for k, t in zip(cps, tests) if t is not None]
@@ -391,14 +398,30 @@ def _rank_z(y: np.ndarray, lo: int, hi: int, min_size: int) -> float:
 def _grow(y: np.ndarray, sums: _Sums, cps: Sequence[int], min_size: int) -> list[int]:
     """Steps added where a stretch between the kept ones still holds one: its least-squares split, when its rank
     statistic passes ``stretch_z`` (binary segmentation from the current segmentation, Vostrikova 1981)."""
-    n = len(y)
+
+    def split(lo: int, hi: int) -> int | None:
+        if hi - lo < 2 * min_size or _rank_z(y, lo, hi, min_size) <= stretch_z(hi - lo):
+            return None
+        return _best_split(sums, lo, hi, lo + min_size, hi - min_size)
+
+    return _grow_stretches(len(y), cps, split)
+
+
+def _grow_stretches(n: int, cps: Sequence[int], split: Callable[[int, int], int | None]) -> list[int]:
+    """``GROW_ROUNDS`` rounds of adding to each stretch between the steps so far the step ``split`` finds in it, if
+    any. A stretch that held none holds none the next round either, and is not asked again."""
     out = sorted(set(cps))
+    settled: set[tuple[int, int]] = set()
     for _ in range(GROW_ROUNDS):
         added = []
         bounds = [0, *out, n]
         for lo, hi in zip(bounds, bounds[1:]):
-            k = _best_split(sums, lo, hi, lo + min_size, hi - min_size)
-            if k is not None and _rank_z(y, lo, hi, min_size) > stretch_z(hi - lo):
+            if (lo, hi) in settled:
+                continue
+            k = split(lo, hi)
+            if k is None:
+                settled.add((lo, hi))
+            else:
                 added.append(k)
         if not added:
             break
@@ -514,19 +537,12 @@ def _grow_floor(x: np.ndarray, cps: Sequence[int], min_size: int) -> list[int]:
     """Steps added where a stretch's floor moved (``floor_gain`` over ``FLOOR_GAIN``), in a series whose noise is a
     floor and a slow tail: there the lowest values place a level to a fraction of the jitter, where a mean or a rank
     sees a 2 % step in 3 % noise barely or not at all."""
-    n = len(x)
-    out = sorted(set(cps))
-    for _ in range(GROW_ROUNDS):
-        added = []
-        bounds = [0, *out, n]
-        for lo, hi in zip(bounds, bounds[1:]):
-            gain, k = floor_gain(x, lo, hi, min_size)
-            if gain > FLOOR_GAIN:
-                added.append(k)
-        if not added:
-            break
-        out = sorted({*out, *added})
-    return out
+
+    def split(lo: int, hi: int) -> int | None:
+        gain, k = floor_gain(x, lo, hi, min_size)
+        return k if gain > FLOOR_GAIN else None
+
+    return _grow_stretches(len(x), cps, split)
 
 
 def _best_split(sums: _Sums, lo: int, hi: int, first: int, last: int) -> int | None:
