@@ -261,8 +261,10 @@ class _Scale:
     every_ok: bool  # no split has a side of zero weight (every one-mode series)
 
 
-def _scales(cumulative_w: np.ndarray, n: int, min_size: int) -> list[_Scale]:
-    """The seeded intervals at every scale (lengths shrinking by √2), weighed by the prefix sums ``cumulative_w``."""
+@lru_cache(maxsize=8)
+def _intervals(n: int, min_size: int) -> list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """The seeded intervals at every scale (lengths shrinking by √2): size, starts, and per interval × split its
+    split, start and end (read-only: the same for every series of this length)."""
     out = []
     length = float(n)
     while length >= 2 * min_size:
@@ -271,11 +273,21 @@ def _scales(cumulative_w: np.ndarray, n: int, min_size: int) -> list[_Scale]:
         splits = np.arange(min_size, size - min_size + 1)
         k = starts[:, None] + splits[None, :]
         s, e = starts[:, None], starts[:, None] + size
+        for array in (starts, k, s, e):
+            array.flags.writeable = False
+        out.append((size, starts, k, s, e))
+        length /= math.sqrt(2)
+    return out
+
+
+def _scales(cumulative_w: np.ndarray, n: int, min_size: int) -> list[_Scale]:
+    """The seeded intervals at every scale, weighed by the prefix sums ``cumulative_w``."""
+    out = []
+    for size, starts, k, s, e in _intervals(n, min_size):
         wl, wr = cumulative_w[k] - cumulative_w[s], cumulative_w[e] - cumulative_w[k]
         ok = (wl > 0) & (wr > 0)
         wl, wr = np.where(ok, wl, 1.0), np.where(ok, wr, 1.0)
         out.append(_Scale(size, starts, k, s, e, ok, wl, wr, np.sqrt(1 / wl + 1 / wr), bool(ok.all())))
-        length /= math.sqrt(2)
     return out
 
 
