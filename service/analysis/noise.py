@@ -60,6 +60,7 @@ RUNS_Z = -6.0  # slow points this much more bunched than interleaved modes would
 ONE_SIDED = 0.8  # floor_ratio under this: a floor and a slow tail (slow-tail histories 0.51-0.93, other unimodal kinds ≥ 0.88)
 FLAT_FLOOR = 1.5  # ... and floor_flatness under this (slow-tail histories: median 1.0, 90 % under 1.5; t lower tails ≥ 2.5)
 SCALE_FLOOR = 1e-9  # a series of identical values still gets a finite scale
+KEPT_STRETCH = 512  # stretch lengths up to this keep their Mann-Whitney null scale: every one of a 500-commit series
 
 
 def robust_sigma(x: np.ndarray) -> float:
@@ -110,31 +111,30 @@ def running_median_bounds(x: np.ndarray, half_width: int) -> tuple[np.ndarray, n
 def rank(values: np.ndarray) -> np.ndarray:
     """Each value's rank, 1 to n (ties by order)."""
     out = np.empty(len(values))
-    out[np.argsort(values, kind="stable")] = _ranks(len(values))
+    out[np.argsort(values, kind="stable")] = np.arange(1, len(values) + 1)
     return out
 
 
 def mann_whitney_z(ranks: np.ndarray, min_size: int) -> tuple[np.ndarray, np.ndarray]:
     """The splits of a stretch with at least ``min_size`` points each side, and the |z| of the Mann-Whitney
     statistic of each (Pettitt 1979), from the ranks of its values."""
-    k, offset, mean, scale = _mann_whitney(len(ranks), min_size)
+    n = len(ranks)
+    k, offset, mean, scale = (_kept_mann_whitney if n <= KEPT_STRETCH else _mann_whitney)(n, min_size)
     u = np.cumsum(ranks)[k - 1] - offset
     return k, np.abs((u - mean) / scale)
 
 
-@lru_cache(maxsize=1024)
-def _ranks(n: int) -> np.ndarray:
-    out = np.arange(1, n + 1, dtype=float)
-    out.flags.writeable = False
-    return out
-
-
-@lru_cache(maxsize=2048)  # every stretch length of a long series, for one or two min_size
 def _mann_whitney(n: int, min_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The splits of a stretch of ``n`` and, per split, what the statistic's null mean and scale need (read-only:
-    the same for every stretch this long)."""
+    """The splits of a stretch of ``n`` and, per split, what the statistic's null mean and scale need."""
     k = np.arange(min_size, n - min_size + 1)
-    out = (k, k * (k + 1) / 2.0, k * (n - k) / 2.0, np.sqrt(k * (n - k) * (n + 1) / 12.0))
+    return k, k * (k + 1) / 2.0, k * (n - k) / 2.0, np.sqrt(k * (n - k) * (n + 1) / 12.0)
+
+
+@lru_cache(maxsize=KEPT_STRETCH)
+def _kept_mann_whitney(n: int, min_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``_mann_whitney``, kept for every stretch length up to ``KEPT_STRETCH`` (read-only: the same for every
+    stretch this long): 8 MB at most."""
+    out = _mann_whitney(n, min_size)
     for array in out:
         array.flags.writeable = False
     return out
