@@ -206,7 +206,6 @@ class Regression:
         self.suffix_y = np.concatenate([np.cumsum((w * y)[::-1])[::-1], [0.0]])
         self._drift_fits: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, float]] = {}
         self._step_products: dict[tuple[tuple[int, ...], int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        self.log_n = math.log(n)
 
     def add(self, columns: np.ndarray) -> list[int]:
         """Drift columns beyond ``basis`` (a sinusoid of this series' period); their indexes, as ``basis``'s are given."""
@@ -240,7 +239,7 @@ class Regression:
         sz = suffix_z[:, fixed]
         gram = at_steps - sz @ inverse_zz @ sz.T
         cross = suffix_y - sz @ drift_coef
-        drift_cost = self.log_n * (len(fixed) + searched)
+        drift_cost = math.log(self.n) * (len(fixed) + searched)
         active = list(range(len(k)))
         inverse = None  # of gram over ``active``, kept by downdating as steps leave
         while True:
