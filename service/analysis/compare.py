@@ -36,6 +36,7 @@ from scipy import stats
 
 from roofwatch.ab.abtest import DEFAULT_ALPHA
 from roofwatch.common.sampling import reservoir
+from roofwatch.service.analysis.noise import robust_sigma
 
 MIN_SAMPLES = 3
 MIN_HISTORY = 4  # earlier runs needed before the run-to-run spread is trusted
@@ -80,10 +81,8 @@ def run_to_run_noise(medians: list[float]) -> float | None:
     values = np.asarray([m for m in medians if m > 0], dtype=float)
     if len(values) < MIN_HISTORY:
         return None
-    steps = np.diff(np.log(values))
-    mad = float(np.median(np.abs(steps - np.median(steps))))
-    # A difference of two runs carries the noise of both: divide by sqrt(2) for one run's.
-    return float(np.expm1(1.4826 * mad / np.sqrt(2)))
+    # the MAD of consecutive differences, over √2: a difference of two runs carries the noise of both
+    return float(np.expm1(robust_sigma(np.log(values))))
 
 
 def compare(base: list[float], head: list[float], *, higher_is_better: bool = False,
