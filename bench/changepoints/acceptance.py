@@ -1,7 +1,7 @@
 """Acceptance run: roofwatch and the peers on ``histories`` (fixed step sizes, five noise kinds).
 
     python -m bench.changepoints [--seeds 300,301,302 | 300-319] [--per-cell 20] [--detectors a,b,...]
-                                 [--jobs J] [--markdown FILE] [--tolerance T]
+                                 [--jobs J] [--markdown FILE] [--misses FILE] [--tolerance T]
 
 Prints, for every detector side by side and beside the true-model oracle (``ceiling.py``): recall
 per noise kind × step size and per noise level, F1 and false alarms per kind, the overall scores,
@@ -12,12 +12,13 @@ steps. roofwatch's parameters are chosen on ``TUNING_SEEDS``; the defaults are n
 from __future__ import annotations
 
 import argparse
+import csv
 import math
 import os
 import sys
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 
 from rich.console import Console
 
@@ -244,6 +245,47 @@ def goals(series: dict[str, History], results: Results, tolerance: int, oracle: 
     return table
 
 
+@dataclass(frozen=True)
+class Miss:
+    """A location change the detector did not find: what the true-model oracle made of it, and the detection
+    nearest to it (signed commits from the change; None when the history has none)."""
+
+    history: str
+    detail: str
+    index: int
+    size_pct: float
+    true_model_placed: bool
+    true_model_detected: bool
+    nearest_detection: int | None
+
+
+def misses(series: dict[str, History], results: Results, tolerance: int, oracle: Oracle, name: str = "roofwatch"
+           ) -> list[Miss]:
+    """Every location change that ``name`` did not find within ``tolerance``, those the true model places first:
+    where to look when a share falls short."""
+    out = []
+    for key, history in series.items():
+        detections = results[(name, key)].detections
+        verdicts = iter(oracle.verdicts[key])  # one per location change, in order
+        for change, ok in zip(history.changes, found(detections, history.indexes, tolerance)):
+            if change.shift != "location":
+                continue
+            verdict = next(verdicts)
+            if ok:
+                continue
+            nearest = min(detections, key=lambda d: abs(d - change.index), default=None)
+            out.append(Miss(key, history.detail, change.index, round(change.size * 100, 6), verdict.placed,
+                            verdict.detected, None if nearest is None else nearest - change.index))
+    return sorted(out, key=lambda m: (not m.true_model_placed, m.history, m.index))
+
+
+def write_misses(path: str, rows: Sequence[Miss]) -> None:
+    with open(path, "w", newline="") as out:
+        writer = csv.DictWriter(out, fieldnames=[f.name for f in fields(Miss)])
+        writer.writeheader()
+        writer.writerows(asdict(row) for row in rows)
+
+
 def seed_label(seeds: Sequence[int]) -> str:
     seeds = list(seeds)
     if len(seeds) > 3 and seeds == list(range(seeds[0], seeds[-1] + 1)):
@@ -270,6 +312,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--tolerance", type=int, default=DEFAULT_TOLERANCE)
     parser.add_argument("--markdown", help="also write the tables as Markdown to this file")
+    parser.add_argument("--misses", help="also write roofwatch's missed steps as CSV to this file, those the "
+                                         "true-model oracle places first")
     args = parser.parse_args(argv)
     unknown = [d for d in args.detectors.split(",") if d not in DETECTORS]
     if unknown:
@@ -308,6 +352,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"detectors {', '.join(detectors)}.\n\n")
         with open(args.markdown, "w") as out_file:
             out_file.write(header + "\n".join(to_markdown(t) for t in out))
+    if args.misses and "roofwatch" in detectors:
+        rows = misses(series, results, args.tolerance, oracle)
+        write_misses(args.misses, rows)
+        placed = sum(row.true_model_placed for row in rows)
+        console.print(f"{len(rows)} missed steps written to {args.misses} ({placed} the true model places)")
     return 0
 
 

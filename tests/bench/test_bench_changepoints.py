@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 from pathlib import Path
@@ -129,6 +130,25 @@ def test_recall_goals_are_shares_of_the_true_model_oracle_on_the_same_steps() ->
     assert values["share 2 %"] == pytest.approx(1.0 / placed.recall("2 %"))
     assert values["FA/clean"] == values["FA/clean drift"] == 0.0 and values["F1"] == 1.0
     assert all(v.placed or not v.detected for vs in oracle.verdicts.values() for v in vs)
+
+
+def test_misses_list_every_unfound_step_with_the_oracles_verdict_and_the_nearest_detection(tmp_path: Path) -> None:
+    series = acceptance.generate([7], per_cell=2)
+    oracle = _oracle(series)
+    nothing = {("roofwatch", key): run.Outcome([5], 0.0) for key in series}
+    rows = acceptance.misses(series, nothing, 3, oracle)
+    steps = [(key, c.index) for key, h in series.items() for c in h.changes if c.shift == "location" and c.index > 8]
+    assert {(m.history, m.index) for m in rows} == set(steps)
+    assert all(m.nearest_detection == 5 - m.index for m in rows)
+    placed = [m.true_model_placed for m in rows]
+    assert placed == sorted(placed, reverse=True)  # what the oracle places first
+    perfect = {("roofwatch", key): run.Outcome(list(h.indexes), 0.0) for key, h in series.items()}
+    assert acceptance.misses(series, perfect, 3, oracle) == []
+    path = tmp_path / "misses.csv"
+    acceptance.write_misses(str(path), rows)
+    with path.open() as f:
+        read = list(csv.DictReader(f))
+    assert [(r["history"], int(r["index"])) for r in read] == [(m.history, m.index) for m in rows]
 
 
 @pytest.mark.parametrize(("text", "seeds"), [("300,301,302", [300, 301, 302]), ("300-303", [300, 301, 302, 303]),
