@@ -266,13 +266,11 @@ def misses(series: dict[str, History], results: Results, tolerance: int, oracle:
     out = []
     for key, history in series.items():
         detections = results[(name, key)].detections
-        verdicts = iter(oracle.verdicts[key])  # one per location change, in order
+        verdicts = {v.change.index: v for v in oracle.verdicts[key]}  # location changes only
         for change, ok in zip(history.changes, found(detections, history.indexes, tolerance)):
-            if change.shift != "location":
+            if ok or change.shift != "location":
                 continue
-            verdict = next(verdicts)
-            if ok:
-                continue
+            verdict = verdicts[change.index]
             nearest = min(detections, key=lambda d: abs(d - change.index), default=None)
             out.append(Miss(key, history.detail, change.index, round(change.size * 100, 6), verdict.placed,
                             verdict.detected, None if nearest is None else nearest - change.index))
@@ -318,6 +316,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     unknown = [d for d in args.detectors.split(",") if d not in DETECTORS]
     if unknown:
         parser.error(f"unknown detector(s) {', '.join(unknown)}; known: {', '.join(DETECTORS)}")
+    if args.misses and "roofwatch" not in args.detectors.split(","):
+        parser.error("--misses lists roofwatch's missed steps: add roofwatch to --detectors")
     return args
 
 
@@ -352,7 +352,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"detectors {', '.join(detectors)}.\n\n")
         with open(args.markdown, "w") as out_file:
             out_file.write(header + "\n".join(to_markdown(t) for t in out))
-    if args.misses and "roofwatch" in detectors:
+    if args.misses and "roofwatch" in detectors:  # usable_detectors has said why when it is not
         rows = misses(series, results, args.tolerance, oracle)
         write_misses(args.misses, rows)
         placed = sum(row.true_model_placed for row in rows)

@@ -151,6 +151,12 @@ def test_misses_list_every_unfound_step_with_the_oracles_verdict_and_the_nearest
     assert [(r["history"], int(r["index"])) for r in read] == [(m.history, m.index) for m in rows]
 
 
+def test_misses_need_roofwatch_among_the_detectors() -> None:
+    with pytest.raises(SystemExit):
+        acceptance.parse_args(["--detectors", "zscore", "--misses", "misses.csv"])
+    assert acceptance.parse_args(["--detectors", "roofwatch", "--misses", "misses.csv"]).misses == "misses.csv"
+
+
 @pytest.mark.parametrize(("text", "seeds"), [("300,301,302", [300, 301, 302]), ("300-303", [300, 301, 302, 303]),
                                              ("0-1,7", [0, 1, 7])])
 def test_seeds_are_a_list_or_a_range(text: str, seeds: list[int]) -> None:
