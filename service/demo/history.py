@@ -8,7 +8,7 @@ implementation moves, so the planted changes are the same size on every host:
 step       commit                                               what roofwatch should find
 =========  ===================================================  ================================
 ``slow``   rmsnorm upcasts x to a float64 copy                  ``test_rmsnorm[*]`` ~2× slower
-``bug``    softmax drops the max subtraction                    ``test_softmax[large-*]`` fail
+``bug``    softmax subtracts the row mean, not the max          ``test_softmax[large-*]`` fail
                                                                 (exp of large logits overflows)
 ``fix``    softmax subtracts the max again                      those failures marked ``fixed``
 ``fast``   matmul reuses b across a tile of rows                ``test_matmul`` ~4.7× faster
@@ -97,9 +97,9 @@ def _steps() -> list[Step]:
              {"minikernels/rmsnorm.py": template("rmsnorm.float64.py")}),
         Step("notes", "CHANGELOG: rmsnorm accumulates in float64", log("rmsnorm accumulates in float64")),
         Step("comment", "layernorm: say why one sweep is enough", {"minikernels/layernorm.py": layernorm_commented}),
-        Step("bug", "softmax: drop the max subtraction, it costs a reduction",
-             {"minikernels/softmax.py": template("softmax.unshifted.py")}),
-        Step("notes2", "CHANGELOG: softmax without max subtraction", log("softmax skips the max subtraction")),
+        Step("bug", "softmax: centre the logits on the row mean, not the max",
+             {"minikernels/softmax.py": template("softmax.mean_centred.py")}),
+        Step("notes2", "CHANGELOG: softmax centres on the mean", log("softmax centres the logits on the row mean")),
         Step("flops", "matmul: name the FLOP count", {"minikernels/matmul.py": matmul_named}),
         Step("fix", "softmax: subtract the row max again (large logits overflowed)",
              {"minikernels/softmax.py": template("softmax.py")}),
