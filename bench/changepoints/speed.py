@@ -7,6 +7,12 @@ one new commit appended to every series at once (``analysis.watch.Watch``), whic
 reading one main-branch run does. One BLAS thread per process: the regressions are small, and
 threads only fight over the cores. Each time is given as wall clock and as the CPU time the
 work itself took (its processes' own), which a host shared with other jobs does not inflate.
+
+A slower host does inflate it: the same code has taken 54.5 s and 98.2 s of CPU here on different days, and 60-70 s
+within one hour. So each process also runs a fixed NumPy workload (``bench.changepoints.host``) between slices of its
+analysis, and the bench between its new commits, and gives the CPU times again scaled to the host the workload's
+``REFERENCE_MS`` was measured on, by how fast the workload ran meanwhile. Scaled, five runs in a row spread 4 %
+where their raw times spread 7 %: compare commits, or days, on the scaled line.
 """
 
 from __future__ import annotations
@@ -24,17 +30,28 @@ import numpy as np  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from bench.changepoints import histories  # noqa: E402
+from bench.changepoints import histories, host  # noqa: E402
 from bench.changepoints.generator import generate_cell  # noqa: E402
 from roofwatch.service.analysis.changepoints import ChangePoint, detect  # noqa: E402
 from roofwatch.service.analysis.watch import Watch  # noqa: E402
 
 APPENDS = 10  # commits appended to every series, one at a time
+HOST_SAMPLES = 10  # passes of the host workload through each process's analysis, after a first one
 
 
-def _detect_many(chunk: list[np.ndarray]) -> tuple[list[list[ChangePoint]], float]:
-    start = time.process_time()
-    return [detect(values) for values in chunk], time.process_time() - start
+def _detect_many(chunk: list[np.ndarray]) -> tuple[list[list[ChangePoint]], float, list[float]]:
+    """Change points of every series of ``chunk``, the CPU seconds they took, and the host workload's CPU seconds
+    between every ``len(chunk) // HOST_SAMPLES`` of them (not counted in the analysis': it samples the host's speed
+    through the run, which drifts by 10 % within a minute here)."""
+    changes: list[list[ChangePoint]] = []
+    cpu, host_seconds = 0.0, [host.workload()[0]]
+    every = max(len(chunk) // HOST_SAMPLES, 1)
+    for start in range(0, len(chunk), every):
+        tick = time.process_time()
+        changes += [detect(values) for values in chunk[start:start + every]]
+        cpu += time.process_time() - tick
+        host_seconds.append(host.workload()[0])
+    return changes, cpu, host_seconds
 
 
 def _series(count: int, points: int) -> list[np.ndarray]:
@@ -64,9 +81,10 @@ def main() -> None:
         parts = list(pool.map(_detect_many, chunks))
     analysis = time.perf_counter() - start
     changes: list[list[ChangePoint]] = [[] for _ in series]
-    for i, (part, _cpu) in enumerate(parts):
+    for i, (part, _cpu, _host) in enumerate(parts):
         changes[i::args.jobs] = part
-    cpu = sum(c for _part, c in parts)
+    cpu = sum(c for _part, c, _host in parts)
+    analysis_host = host.slowdown(1e3 * float(np.mean([s for *_, samples in parts for s in samples])))
     found = sum(map(len, changes))
 
     with console.status("reading each series' latest stretch"):
@@ -74,12 +92,15 @@ def main() -> None:
         watch = Watch(series, changes)
         setup = time.perf_counter() - tick
     times, cpu_times, flagged, searched = [], [], 0, watch.searches
+    append_host = [host.workload()[0]]
     for step in range(APPENDS):
         new = np.array([values[args.points + step] for values in full])
         tick, cpu_tick = time.perf_counter(), time.process_time()
         flagged += sum(map(len, watch.append(new).values()))
         times.append(time.perf_counter() - tick)
         cpu_times.append(time.process_time() - cpu_tick)
+        append_host.append(host.workload()[0])
+    commit_host = host.slowdown(1e3 * float(np.mean(append_host)))
 
     searched = (watch.searches - searched) / APPENDS
     table = Table("measurement", "value", "goal")
@@ -92,6 +113,11 @@ def main() -> None:
                   f"{max(cpu_times):.2f} s CPU ({flagged} new change points)", "< 1 s")
     table.add_row("... series searched again per commit", f"{searched:.1f} ({searched / args.series:.1%})", "")
     table.add_row("watch set-up from the full analysis (once)", f"{setup:.1f} s", "")
+    table.add_row("host workload through the analysis / the new commits",
+                  f"×{analysis_host:.2f} / ×{commit_host:.2f} the reference host's {host.REFERENCE_MS:.0f} ms CPU", "")
+    table.add_row("... full analysis and one new commit (p50), scaled to the reference host",
+                  f"{cpu / args.jobs / analysis_host:.1f} s and {np.median(cpu_times) / commit_host:.2f} s CPU",
+                  "< 60 s, < 1 s")
     console.print(table)
 
 

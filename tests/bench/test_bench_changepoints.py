@@ -5,12 +5,16 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from bench.changepoints import acceptance, ceiling, generator, histories, likelihood, peers, real, run
+from bench.changepoints import acceptance, ceiling, generator, histories, host, likelihood, peers, real, run
 from bench.changepoints.score import aggregate, found, match
 
 # --- score ------------------------------------------------------------------------------------------
@@ -312,3 +316,23 @@ def test_otava_adapter_reproduces_otavas_own_tests() -> None:
         p = case["params"]
         got = peers.otava(np.array(data["series"], float), p["window_len"], p["max_pvalue"], p["min_magnitude"])
         assert got == case["expected_change_point_indexes"], case["test"]
+
+
+def test_host_workload_does_the_same_work_in_every_pass() -> None:
+    first, second = host.workload(), host.workload()
+    assert first[1] == second[1]  # same input, same calls: the time is the host's, not the work's
+    assert first[0] > 0 and second[0] > 0
+
+
+def test_speed_bench_scales_its_cpu_times_by_the_host_workload() -> None:
+    done = subprocess.run([sys.executable, "-m", "bench.changepoints.speed", "--series", "30", "--points", "120",
+                           "--jobs", "1"], capture_output=True, text=True, check=True, timeout=300,
+                          env={**os.environ, "COLUMNS": "400"})
+    out = done.stdout
+    cpu = float(re.search(r"s wall, ([\d.]+) s CPU per process", out).group(1))
+    commit_cpu = float(re.search(r"s wall, ([\d.]+) s / [\d.]+ s CPU \(", out).group(1))
+    analysis_host, commit_host = map(float, re.search(r"×([\d.]+) / ×([\d.]+) the reference host's", out).groups())
+    assert 0.05 < analysis_host < 20 and 0.05 < commit_host < 20  # the workload ran, and was timed
+    scaled, scaled_commit = map(float, re.search(r"([\d.]+) s and ([\d.]+) s CPU", out).groups())
+    assert scaled == pytest.approx(cpu / analysis_host, rel=0.05, abs=0.1)
+    assert scaled_commit == pytest.approx(commit_cpu / commit_host, rel=0.05, abs=0.01)
