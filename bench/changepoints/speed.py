@@ -42,7 +42,7 @@ HOST_SAMPLES = 10  # passes of the host workload through each process's analysis
 def _detect_many(chunk: list[np.ndarray]) -> tuple[list[list[ChangePoint]], float, list[float]]:
     """Change points of every series of ``chunk``, the CPU seconds they took, and the host workload's CPU seconds
     between every ``len(chunk) // HOST_SAMPLES`` of them (not counted in the analysis': it samples the host's speed
-    through the run, which drifts by 10 % within a minute here)."""
+    through the run, which drifts by 10 % within an hour here)."""
     changes: list[list[ChangePoint]] = []
     cpu, host_seconds = 0.0, [host.workload()[0]]
     every = max(len(chunk) // HOST_SAMPLES, 1)
@@ -84,7 +84,7 @@ def main() -> None:
     for i, (part, _cpu, _host) in enumerate(parts):
         changes[i::args.jobs] = part
     cpu = sum(c for _part, c, _host in parts)
-    analysis_host = host.slowdown(1e3 * float(np.mean([s for *_, samples in parts for s in samples])))
+    analysis_host = host.slowdown([s for *_, samples in parts for s in samples])
     found = sum(map(len, changes))
 
     with console.status("reading each series' latest stretch"):
@@ -100,7 +100,7 @@ def main() -> None:
         times.append(time.perf_counter() - tick)
         cpu_times.append(time.process_time() - cpu_tick)
         append_host.append(host.workload()[0])
-    commit_host = host.slowdown(1e3 * float(np.mean(append_host)))
+    commit_host = host.slowdown(append_host)
 
     searched = (watch.searches - searched) / APPENDS
     table = Table("measurement", "value", "goal")
