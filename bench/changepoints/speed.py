@@ -8,11 +8,10 @@ reading one main-branch run does. One BLAS thread per process: the regressions a
 threads only fight over the cores. Each time is given as wall clock and as the CPU time the
 work itself took (its processes' own), which a host shared with other jobs does not inflate.
 
-A slower host does inflate it: the same code has taken 54.5 s and 98.2 s of CPU here on different days, and 60-70 s
-within one hour. So each process also runs a fixed NumPy workload (``bench.changepoints.host``) between slices of its
-analysis, and the bench between its new commits, and gives the CPU times again scaled to the host the workload's
-``REFERENCE_MS`` was measured on, by how fast the workload ran meanwhile. Scaled, five runs in a row spread 4 %
-where their raw times spread 7 %: compare commits, or days, on the scaled line.
+A slower host does inflate it (``bench.changepoints.host`` says by how much it has). So each process also runs that
+module's fixed workload between slices of its analysis, and the bench between its new commits, and gives the CPU
+times again scaled to the host of ``host.REFERENCE_MS`` by how fast the workload ran meanwhile: compare commits, or
+days, on the scaled line.
 """
 
 from __future__ import annotations
