@@ -81,7 +81,7 @@ def waves(n: int, f: np.ndarray) -> np.ndarray:
     turns = np.empty((n, len(f)), dtype=complex)
     turns[:1] = 1.0
     turns[1:] = np.exp(2j * np.pi * f)[None, :]
-    np.cumprod(turns, axis=0, out=turns)
+    turns.cumprod(axis=0, out=turns)
     out = np.empty((n, len(f), 2))
     out[..., 0], out[..., 1] = turns.imag, turns.real  # interleaved: a sine and a cosine per frequency
     return out.reshape(n, 2 * len(f))
@@ -143,6 +143,13 @@ def _unweighted_inverse(n: int, fixed: tuple[int, ...]) -> np.ndarray:
     return out
 
 
+@lru_cache(maxsize=4096)
+def _t_bar(dof: int, alpha: float) -> float:
+    """The |t| a step must pass for a two-sided p-value under ``alpha`` at ``dof`` degrees of freedom: one inverse
+    of the t distribution per degree of freedom and bar, where the elimination asked for a p-value every round."""
+    return float(-special.stdtrit(dof, alpha / 2))
+
+
 def _symmetric_inverse(matrix: np.ndarray) -> np.ndarray:
     """Inverse of a normal matrix through its Cholesky factor, a tenth of the cost of an SVD at 45 columns; the
     pseudo-inverse where it is singular or too ill-conditioned for Cholesky to be trusted (a weight of zero
@@ -152,7 +159,7 @@ def _symmetric_inverse(matrix: np.ndarray) -> np.ndarray:
     except np.linalg.LinAlgError:
         return np.linalg.pinv(matrix)
     diagonal = np.abs(np.diag(lower))
-    if float(np.min(diagonal)) <= 1e-7 * float(np.max(diagonal)):
+    if float(diagonal.min()) <= 1e-7 * float(diagonal.max()):
         return np.linalg.pinv(matrix)
     inverse_lower = np.linalg.inv(lower)
     return inverse_lower.T @ inverse_lower
@@ -197,31 +204,43 @@ class Regression:
             self.full, self.zz, self.suffix_z = _unweighted(n)
             weighted = self.full
         else:
-            self.full = np.column_stack([np.ones(n), basis(n)])
+            self.full = _unweighted(n)[0]  # the columns are the same; only their products take the weights
             weighted, self.zz, self.suffix_z = _products(self.full, w)
         self.zy = weighted.T @ y
         self.basis_columns = self.full.shape[1]  # columns beyond these were added for this series alone
         self.yy = float(np.sum(w * y * y))
         self.suffix_w = np.concatenate([np.cumsum(w[::-1])[::-1], [0.0]])
         self.suffix_y = np.concatenate([np.cumsum((w * y)[::-1])[::-1], [0.0]])
+        self.extra, self.suffix_extra = np.zeros((n, 0)), np.zeros((n + 1, 0))  # columns added, and their suffix sums
         self._drift_fits: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, float]] = {}
         self._step_products: dict[tuple[tuple[int, ...], int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def add(self, columns: np.ndarray) -> list[int]:
-        """Drift columns beyond ``basis`` (a sinusoid of this series' period); their indexes, as ``basis``'s are given."""
+        """Drift columns beyond ``basis`` (the series' own warm-up and sinusoids), once; their indexes, as ``basis``'s
+        are given.
+
+        Kept beside the basis' columns and suffix sums, not copied onto them: a series' basis is a few dozen columns
+        of every commit, and only the rows of the steps and the columns of one drift model are read at a time.
+        """
+        if self.extra.shape[1]:
+            raise ValueError("drift columns are added once per series")
         new = np.asarray(columns, dtype=float).reshape(self.n, -1)
         weighted = new * self.w[:, None]
-        first = self.full.shape[1] - 1
+        first = self.width - 1
         cross = self.full.T @ weighted
         old, extra = len(self.zz), new.shape[1]
         zz = np.empty((old + extra, old + extra))  # np.block's assembly costs more than these four copies
         zz[:old, :old], zz[:old, old:], zz[old:, :old], zz[old:, old:] = self.zz, cross, cross.T, new.T @ weighted
         self.zz = zz
         self.zy = np.concatenate([self.zy, weighted.T @ self.y])
-        self.suffix_z = np.hstack([self.suffix_z, np.vstack([np.cumsum(weighted[::-1], axis=0)[::-1],
-                                                             np.zeros((1, new.shape[1]))])])
-        self.full = np.hstack([self.full, new])
-        return list(range(first, first + new.shape[1]))
+        self.extra = new
+        self.suffix_extra = np.vstack([np.cumsum(weighted[::-1], axis=0)[::-1], np.zeros((1, extra))])
+        return list(range(first, first + extra))
+
+    @property
+    def width(self) -> int:
+        """Columns: the level, the basis and any added."""
+        return self.full.shape[1] + self.extra.shape[1]
 
     def eliminate(self, steps: Sequence[int], columns: Sequence[int] | None, alpha: float, searched: float = 0.0,
                   bound: float = math.inf) -> Fit:
@@ -262,11 +281,12 @@ class Regression:
                 inverse = None
                 continue
             diagonal = inverse.diagonal()
-            se = np.sqrt(np.maximum(diagonal, 1e-300) * rss / dof)
-            t = np.abs(coef / se)
-            worst = int(t.argmin())  # the largest p-value: one t distribution for every step
-            if 2 * special.stdtr(dof, -t[worst]) < alpha:
-                p = 2 * special.stdtr(dof, -t)
+            variances = np.maximum(diagonal, 1e-300) * (rss / dof)
+            t2 = coef * coef / variances
+            worst = int(t2.argmin())  # the largest p-value: one t distribution for every step
+            if t2[worst] > _t_bar(dof, alpha) ** 2:
+                se = np.sqrt(variances)
+                p = 2 * special.stdtr(dof, -np.abs(coef / se))
                 return Fit([k[i] for i in active], coef.tolist(), se.tolist(), p.tolist(), rss,
                            len(fixed) + searched + len(active) * (1 + STEP_COST))
             active.pop(worst)
@@ -274,18 +294,18 @@ class Regression:
                 # the inverse without one row and column: a rank-one downdate, no new inversion
                 keep = np.arange(len(diagonal)) != worst
                 column = inverse[keep, worst]
-                inverse = inverse[keep][:, keep] - np.outer(column, inverse[worst, keep]) / diagonal[worst]
+                inverse = inverse[keep][:, keep] - column[:, None] * inverse[worst, keep] / diagonal[worst]
             else:
                 inverse = None
 
     def _at_steps(self, steps: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The steps' own normal matrix, and their products with ``y`` and with every column (cached: every drift
         model eliminates from the same candidates; columns added since are read afresh)."""
-        key = (steps, self.full.shape[1])
+        key = (steps, self.width)
         if key not in self._step_products:
             k = np.asarray(steps, dtype=int)
-            self._step_products[key] = (self.suffix_w[np.maximum(k[:, None], k[None, :])], self.suffix_y[k],
-                                        self.suffix_z[k])
+            suffix_z = np.hstack([self.suffix_z[k], self.suffix_extra[k]]) if self.extra.shape[1] else self.suffix_z[k]
+            self._step_products[key] = (self.suffix_w[np.maximum(k[:, None], k[None, :])], self.suffix_y[k], suffix_z)
         return self._step_products[key]
 
     def swing(self, fit: Fit, columns: Sequence[int]) -> float:
@@ -293,10 +313,11 @@ class Regression:
         highest less lowest, in log units (asked of a drift about to be chosen only: a least-squares fit of its own)."""
         fixed = [0, *(1 + c for c in columns)]
         t = np.arange(self.n)
-        design = np.column_stack([self.full[:, fixed], *((t >= k).astype(float) for k in fit.steps)])
+        full = np.hstack([self.full, self.extra])
+        design = np.column_stack([full[:, fixed], *((t >= k).astype(float) for k in fit.steps)])
         root = np.sqrt(self.w)
         coef = np.linalg.lstsq(design * root[:, None], self.y * root, rcond=None)[0]
-        curve = self.full[:, fixed[1:]] @ coef[1:len(fixed)]
+        curve = full[:, fixed[1:]] @ coef[1:len(fixed)]
         return float(np.ptp(curve))
 
     def _drift_alone(self, fixed: list[int]) -> tuple[np.ndarray, np.ndarray, float]:
@@ -331,8 +352,10 @@ class _Waves:
     sc: np.ndarray
 
     @classmethod
-    def project(cls, columns: np.ndarray, w: np.ndarray, line: np.ndarray, line_inverse: np.ndarray) -> _Waves:
-        columns = columns - line @ (line_inverse @ (line.T @ (columns * w[:, None])))
+    def project(cls, columns: np.ndarray, w: np.ndarray, line: np.ndarray, line_inverse: np.ndarray,
+                unweighted: bool = False) -> _Waves:
+        weighted = columns if unweighted else columns * w[:, None]  # every weight 1: the product is the columns
+        columns = columns - line @ (line_inverse @ (line.T @ weighted))
         sines, cosines = columns[:, 0::2], columns[:, 1::2]
         return cls(sines, cosines, w @ (sines * sines), w @ (cosines * cosines), w @ (sines * cosines))
 
@@ -357,7 +380,7 @@ def _unweighted_grid(n: int) -> tuple[np.ndarray, np.ndarray, _Waves]:
     as a weighted series gets them, so the numbers are the same to the last bit."""
     ones = np.ones(n)
     line, line_inverse = _line(n, ones)
-    grid = _Waves.project(grid_waves(n), ones, line, line_inverse)
+    grid = _Waves.project(grid_waves(n), ones, line, line_inverse, unweighted=True)
     for array in (line, line_inverse, grid.sines, grid.cosines, grid.ss, grid.cc, grid.sc):
         array.flags.writeable = False
     return line, line_inverse, grid
@@ -399,7 +422,7 @@ def _strongest_sines(regression: Regression, level_steps: Sequence[int]) -> list
         centres, which = np.unique(best, return_inverse=True)
         fine = np.linspace(np.maximum(centres - width, 0.5 / n), np.minimum(centres + width, grid[-1]),
                            2 * SINE_REFINE + 1).T
-        fine_waves = _Waves.project(waves(n, fine.ravel()), w, line, line_inverse)
+        fine_waves = _Waves.project(waves(n, fine.ravel()), w, line, line_inverse, regression.unweighted)
         scores = fine_waves.power(residuals, w).reshape(len(best), len(centres), -1)
         rows = np.arange(len(best))
         best = fine[which, np.argmax(scores[rows, which], axis=1)]
