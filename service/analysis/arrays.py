@@ -21,8 +21,11 @@ def median(v: np.ndarray) -> float:
         return float(np.median(v))
     half = n // 2
     if n % 2:
-        return float(np.partition(v, half)[half])
-    ordered = np.partition(v, (half - 1, half))
+        ordered = v.copy()  # np.partition's own copy, then its partition, without its dispatch
+        ordered.partition(half)
+        return float(ordered[half])
+    ordered = v.copy()
+    ordered.partition((half - 1, half))
     return (float(ordered[half - 1]) + float(ordered[half])) / 2
 
 
@@ -33,7 +36,8 @@ def quantiles(v: np.ndarray, q: Sequence[float]) -> list[float]:
     virtual = [last * float(p) for p in q]
     low = [min(int(math.floor(at)), last) for at in virtual]
     high = [min(i + 1, last) for i in low]
-    ordered = np.partition(v, [*low, *high])
+    ordered = v.copy()
+    ordered.partition([*low, *high])
     out = []
     for at, i, j in zip(virtual, low, high):
         a, b, gamma = float(ordered[i]), float(ordered[j]), at - math.floor(at)
@@ -44,7 +48,7 @@ def quantiles(v: np.ndarray, q: Sequence[float]) -> list[float]:
 def weighted_mean(v: np.ndarray, w: np.ndarray) -> float:
     """``np.average(v, weights=w)``: the weighted sum over the weights' sum; weights that sum to zero are an error,
     as there."""
-    total = float(w.sum())
+    total = float(np.add.reduce(w))  # w.sum() without its Python frame: the same reduction
     if total == 0.0:
         raise ZeroDivisionError("weights sum to zero, cannot be normalized")
-    return float((v * w).sum() / total)
+    return float(np.add.reduce(v * w) / total)

@@ -313,7 +313,7 @@ def _candidates(sums: _Sums, sigma: float, n: int, min_size: int) -> list[int]:
         z = np.abs(diff) / (sigma * scale.root)
         if not scale.every_ok:
             z = np.where(scale.ok, z, 0.0)
-        best = np.argmax(z, axis=1)
+        best = z.argmax(axis=1)
         rows = np.arange(len(scale.starts))
         top = z[rows, best]
         passed = top > CANDIDATE_Z
@@ -404,7 +404,7 @@ def stretch_z(length: int) -> float:
 
 def _rank_z(y: np.ndarray, lo: int, hi: int, min_size: int) -> float:
     """Largest |z| of the Mann-Whitney statistic over the splits of ``y[lo:hi]`` (Pettitt 1979)."""
-    return float(np.max(mann_whitney_z(rank(y[lo:hi]), min_size)[1]))
+    return float(mann_whitney_z(rank(y[lo:hi]), min_size)[1].max())
 
 
 def _grow(y: np.ndarray, sums: _Sums, cps: Sequence[int], min_size: int) -> list[int]:
@@ -462,7 +462,7 @@ def floor_gain(x: np.ndarray, lo: int, hi: int, min_size: int) -> tuple[float, i
         return 0.0, lo
     k, lift = _floor_lifts(v, min_size, m - min_size)
     gain = density * lift
-    best = int(np.argmax(gain))
+    best = int(gain.argmax())
     return float(gain[best]), lo + int(k[best])
 
 
@@ -568,7 +568,7 @@ def _best_split(sums: _Sums, lo: int, hi: int, first: int, last: int) -> int | N
         return None
     wl, wr = np.where(ok, wl, 1.0), np.where(ok, wr, 1.0)
     d = (sums.wy[hi] - sums.wy[near]) / wr - (sums.wy[near] - sums.wy[lo]) / wl
-    return int(near[int(np.argmax(np.where(ok, d * d * wl * wr / (wl + wr), -1.0)))])
+    return int(near[int(np.where(ok, d * d * wl * wr / (wl + wr), -1.0).argmax())])
 
 
 def _mode_split(x: np.ndarray, noise: Noise, y: np.ndarray, w: np.ndarray, positions: Sequence[int], i: int,

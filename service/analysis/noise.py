@@ -99,8 +99,10 @@ def running_median_bounds(x: np.ndarray, half_width: int) -> tuple[np.ndarray, n
     """
     width = 2 * half_width + 1
     padded = _pad(x, half_width)
-    window = np.sort(np.lib.stride_tricks.sliding_window_view(padded, width), axis=1)  # NaNs last
-    present = np.concatenate([[0], np.cumsum(~np.isnan(padded))])
+    # every window as a row of a read-only view of ``padded`` (sliding_window_view's checks cost a third of the sort)
+    windows = np.ndarray((len(x), width), padded.dtype, padded, 0, (padded.itemsize, padded.itemsize))
+    window = np.sort(windows, axis=1)  # NaNs last
+    present = np.concatenate([[0], (~np.isnan(padded)).cumsum()])
     count = present[width:] - present[:-width]  # values in each window: a running sum, not a pass over the windows
     rows = np.arange(len(x))
     low = window[rows, np.maximum(count - 1, 0) // 2]
@@ -111,7 +113,7 @@ def running_median_bounds(x: np.ndarray, half_width: int) -> tuple[np.ndarray, n
 def rank(values: np.ndarray) -> np.ndarray:
     """Each value's rank, 1 to n (ties by order)."""
     out = np.empty(len(values))
-    out[np.argsort(values, kind="stable")] = np.arange(1, len(values) + 1)
+    out[values.argsort(kind="stable")] = np.arange(1, len(values) + 1)
     return out
 
 
@@ -120,7 +122,7 @@ def mann_whitney_z(ranks: np.ndarray, min_size: int) -> tuple[np.ndarray, np.nda
     statistic of each (Pettitt 1979), from the ranks of its values."""
     n = len(ranks)
     k, offset, mean, scale = (_kept_mann_whitney if n <= KEPT_STRETCH else _mann_whitney)(n, min_size)
-    u = np.cumsum(ranks)[k - 1] - offset
+    u = ranks.cumsum()[k - 1] - offset
     return k, np.abs((u - mean) / scale)
 
 
@@ -159,7 +161,7 @@ def rank_shifts(x: np.ndarray, min_size: int, alpha: float = ROUGH_ALPHA) -> lis
             continue
         ranks = rank(x[start:end])
         k, z = mann_whitney_z(ranks, min_size)
-        best = int(np.argmax(z))
+        best = int(z.argmax())
         if z[best] >= -special.ndtri(alpha / (2 * len(k))):
             split = start + int(k[best])
         elif n < min(len(x), SHIFT_MIN_STRETCH):
@@ -202,17 +204,17 @@ def _distribution_shift(ranks: np.ndarray, k: np.ndarray, alpha: float) -> int |
     """
     n = len(ranks)
     thresholds = _thresholds(n)
-    bucket = np.searchsorted(thresholds, ranks)  # the first threshold at or above each point's rank
+    bucket = thresholds.searchsorted(ranks)  # the first threshold at or above each point's rank
     stride = max(1, math.ceil(len(k) / SHIFT_GRID))
     blocks = (n + stride - 1) // stride
     counts = np.bincount(np.arange(n) // stride * (len(thresholds) + 1) + bucket,
                          minlength=blocks * (len(thresholds) + 1)).reshape(blocks, -1)[:, :-1]
     # points before each block's end at or under each threshold
-    below = np.cumsum(np.cumsum(counts, axis=0), axis=1)
+    below = counts.cumsum(axis=0).cumsum(axis=1)
 
     def strength(splits: np.ndarray, under: np.ndarray) -> np.ndarray:
         left, right = splits[:, None].astype(float), (n - splits)[:, None].astype(float)
-        gap = np.max(np.abs(under / left - (thresholds[None, :] - under) / right), axis=1)
+        gap = np.abs(under / left - (thresholds[None, :] - under) / right).max(axis=1)
         return (splits * (n - splits) / n) * gap * gap  # Kolmogorov's tail: P(D > d) ≈ 2 exp(-2 m d²)
 
     ends = np.arange(1, blocks + 1) * stride
@@ -220,7 +222,7 @@ def _distribution_shift(ranks: np.ndarray, k: np.ndarray, alpha: float) -> int |
     if not tried.any():
         return None
     scores = strength(ends[tried], below[tried])
-    best = int(np.argmax(scores))
+    best = int(scores.argmax())
     if scores[best] <= -0.5 * math.log(alpha / (2 * int(tried.sum()))):
         return None
     # exact within a grid step: each nearby split's counts, from the block end before it
@@ -286,12 +288,12 @@ class Split:
 def two_groups(values: np.ndarray) -> Split:
     v = np.sort(values)
     n = len(v)
-    sums = np.cumsum(v)
+    sums = v.cumsum()
     i = np.arange(1, n)
     low, high = sums[:-1] / i, (sums[-1] - sums[:-1]) / (n - i)
-    best = int(np.argmax(i * (n - i) * (high - low) ** 2))
+    best = int((i * (n - i) * (high - low) ** 2).argmax())
     lo, hi = v[:best + 1], v[best + 1:]
-    within = math.sqrt((np.sum((lo - lo.mean()) ** 2) + np.sum((hi - hi.mean()) ** 2)) / max(n - 2, 1))
+    within = math.sqrt((((lo - lo.mean()) ** 2).sum() + ((hi - hi.mean()) ** 2).sum()) / max(n - 2, 1))
     return Split(float(lo.mean()), float(hi.mean()), within, min(len(lo), len(hi)), n)
 
 
