@@ -129,6 +129,7 @@ class Verdict:
     noise: float
     placed: bool  # its likeliest split lies within the tolerance
     detected: bool  # ... and its gain passes the false-alarm threshold
+    passes: bool  # its gain passes the false-alarm threshold, wherever its split lies (a false alarm when not placed)
 
 
 def true_model(history: History, tolerance: int, thresholds: Thresholds) -> list[Verdict]:
@@ -141,8 +142,8 @@ def true_model(history: History, tolerance: int, thresholds: Thresholds) -> list
             continue
         split = likeliest_split(x, model, *stretch)
         placed = abs(split.index - change.index) <= tolerance
-        detected = placed and split.gain > thresholds[(history.kind, history.detail, history.noise)]
-        out.append(Verdict(change, history.kind, history.noise, placed, detected))
+        passes = split.gain > thresholds[(history.kind, history.detail, history.noise)]
+        out.append(Verdict(change, history.kind, history.noise, placed, placed and passes, passes))
     return out
 
 

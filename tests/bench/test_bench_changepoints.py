@@ -136,6 +136,49 @@ def test_recall_goals_are_shares_of_the_true_model_oracle_on_the_same_steps() ->
     assert all(v.placed or not v.detected for vs in oracle.verdicts.values() for v in vs)
 
 
+def _history(*changes: histories.Change) -> histories.History:
+    return histories.History(np.ones(60), list(changes), "bimodal", 0.01, "gpu")
+
+
+def test_location_f1_leaves_out_mix_changes_and_what_was_seen_at_them() -> None:
+    step, mix = histories.Change(20, "location", 0.05), histories.Change(40, "mix", float("nan"))
+    series = {"a": _history(step, mix), "b": _history()}
+    results = {("steps only", "a"): run.Outcome([20], 0.0), ("steps only", "b"): run.Outcome([], 0.0),
+               ("beside the mix", "a"): run.Outcome([21, 42], 0.0), ("beside the mix", "b"): run.Outcome([], 0.0),
+               ("far", "a"): run.Outcome([20, 50], 0.0), ("far", "b"): run.Outcome([], 0.0)}
+    keys = list(series)
+    assert acceptance.score(keys, series, results, "steps only", 3).f1 < 1.0  # the mix change is missed
+    assert acceptance.location_score(keys, series, results, "steps only", 3).f1 == 1.0
+    assert acceptance.location_score(keys, series, results, "beside the mix", 3).f1 == 1.0  # seen, not false
+    far = acceptance.location_score(keys, series, results, "far", 3)
+    assert (far.tp, far.fp, far.fn) == (1, 1, 0)
+
+
+def test_the_oracles_f1_counts_misplaced_steps_that_pass_and_its_budget_on_clean_histories() -> None:
+    step = histories.Change(20, "location", 0.05)
+    series = {"found": _history(step), "misplaced": _history(step), "missed": _history(step),
+              "clean": _history(), "clean too": _history()}
+
+    def verdict(placed: bool, passes: bool) -> ceiling.Verdict:
+        return ceiling.Verdict(step, "bimodal", 0.01, placed, placed and passes, passes)
+
+    oracle = acceptance.Oracle({"found": [verdict(True, True)], "misplaced": [verdict(False, True)],
+                                "missed": [verdict(True, False)], "clean": [], "clean too": []})
+    top = oracle.f1(list(series), series)
+    assert top.recall == pytest.approx(1 / 3)
+    assert top.precision == pytest.approx(1 / (1 + 1 + 2 * ceiling.FALSE_ALARMS))
+    assert top.f1 == pytest.approx(2 * top.precision * top.recall / (top.precision + top.recall))
+
+
+def test_the_acceptance_run_prints_f1_beside_the_ceiling() -> None:
+    series = acceptance.generate([7], per_cell=2)
+    results = {("roofwatch", key): run.Outcome(list(h.indexes), 0.0) for key, h in series.items()}
+    out = {t.title: t for t in acceptance.tables(series, ["roofwatch"], results, 3, [7], _oracle(series))}
+    rows = out["F1 against the true-model ceiling"].rows
+    assert rows[0][:3] == ["roofwatch", "1.000", "1.000"]  # every change found
+    assert rows[-1][0] == "true model, detecting" and 0.0 < float(rows[-1][2]) <= 1.0
+
+
 def test_misses_list_every_unfound_step_with_the_oracles_verdict_and_the_nearest_detection(tmp_path: Path) -> None:
     series = acceptance.generate([7], per_cell=2)
     oracle = _oracle(series)
