@@ -154,20 +154,22 @@ def test_location_f1_leaves_out_mix_changes_and_what_was_seen_at_them() -> None:
     assert (far.tp, far.fp, far.fn) == (1, 1, 0)
 
 
-def test_the_oracles_f1_counts_misplaced_steps_that_pass_and_its_budget_on_clean_histories() -> None:
-    step = histories.Change(20, "location", 0.05)
-    series = {"found": _history(step), "misplaced": _history(step), "missed": _history(step),
+def test_the_oracles_f1_counts_misplaced_steps_that_pass_its_budget_on_clean_histories_and_mix_changes() -> None:
+    step, mix = histories.Change(20, "location", 0.05), histories.Change(40, "mix", float("nan"))
+    series = {"found": _history(step, mix), "misplaced": _history(step), "missed": _history(step),
               "clean": _history(), "clean too": _history()}
 
     def verdict(placed: bool, passes: bool) -> ceiling.Verdict:
         return ceiling.Verdict(step, "bimodal", 0.01, placed, placed and passes, passes)
 
-    oracle = acceptance.Oracle({"found": [verdict(True, True)], "misplaced": [verdict(False, True)],
+    oracle = acceptance.Oracle({"found": [verdict(True, True)], "misplaced": [verdict(False, True)],  # no mix verdict
                                 "missed": [verdict(True, False)], "clean": [], "clean too": []})
     top = oracle.f1(list(series), series)
     assert top.recall == pytest.approx(1 / 3)
     assert top.precision == pytest.approx(1 / (1 + 1 + 2 * ceiling.FALSE_ALARMS))
     assert top.f1 == pytest.approx(2 * top.precision * top.recall / (top.precision + top.recall))
+    assert top.recall_every_change == pytest.approx(1 / 4)  # the mix change it never places is a miss
+    assert top.f1_every_change < top.f1
 
 
 def test_the_acceptance_run_prints_f1_beside_the_ceiling() -> None:
@@ -176,7 +178,7 @@ def test_the_acceptance_run_prints_f1_beside_the_ceiling() -> None:
     out = {t.title: t for t in acceptance.tables(series, ["roofwatch"], results, 3, [7], _oracle(series))}
     rows = out["F1 against the true-model ceiling"].rows
     assert rows[0][:3] == ["roofwatch", "1.000", "1.000"]  # every change found
-    assert rows[-1][0] == "true model, detecting" and 0.0 < float(rows[-1][2]) <= 1.0
+    assert rows[-1][0] == "true model, detecting" and 0.0 < float(rows[-1][1]) <= float(rows[-1][2]) <= 1.0
 
 
 def test_misses_list_every_unfound_step_with_the_oracles_verdict_and_the_nearest_detection(tmp_path: Path) -> None:
