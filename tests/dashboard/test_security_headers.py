@@ -116,12 +116,26 @@ class Watch:
         self.foreign: list[str] = []
         page.add_init_script(self.REPORT)
         page.on("pageerror", lambda exc: self.errors.append(str(exc)))
-        page.on("console", lambda m: self.errors.append(m.text) if "Content Security Policy" in m.text else None)
+        page.on("console", self._console)
         page.on("request", self._request)
+        page.on("response", self._response)
+
+    def _console(self, message: Any) -> None:
+        url = (message.location or {}).get("url", "")
+        if "Content Security Policy" in message.text:
+            self.errors.append(message.text)
+        elif "Failed to load resource" in message.text and "/api/" not in url:  # the browser's own fetch, the icon
+            self.errors.append(f"{message.text} {url}")
 
     def _request(self, request: Any) -> None:
         if not request.url.startswith((self.origin + "/", "data:", "blob:")):
             self.foreign.append(request.url)
+
+    def _response(self, response: Any) -> None:
+        # what the page itself loads (a stylesheet, a script, its icon) must be there; the API calls its
+        # buttons make answer for themselves (a triage without a token is refused, and says so)
+        if response.status >= 400 and response.request.resource_type not in ("fetch", "xhr"):
+            self.errors.append(f"{response.status} {response.url}")
 
     def visit(self, path: str) -> None:
         self.page.goto(self.origin + path)
