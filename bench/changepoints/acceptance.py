@@ -5,8 +5,8 @@
 
 Prints, for every detector side by side and beside the true-model oracle (``ceiling.py``): recall
 per noise kind × step size and per noise level, F1 and false alarms per kind, the overall scores,
-F1 on the location changes beside the oracle's, and roofwatch's goals (met or not), each recall goal a share of the oracle's recall on the same
-steps. roofwatch's parameters are chosen on ``TUNING_SEEDS``; the defaults are never tuned on.
+F1 on the location changes beside the oracle's, and roofwatch's goals (met or not), each recall
+goal a share of the oracle's recall on the same steps. roofwatch's parameters are chosen on ``TUNING_SEEDS``; the defaults are never tuned on.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from bench.changepoints import ceiling, histories
 from bench.changepoints.histories import KINDS, NOISE_LEVELS, STEP_SIZES, Change, History
 from bench.changepoints.report import Table, fmt, print_rich, to_markdown
 from bench.changepoints.run import DETECTORS, Job, Results, run_all, usable_detectors
-from bench.changepoints.score import DEFAULT_TOLERANCE, Score, aggregate, found
+from bench.changepoints.score import DEFAULT_TOLERANCE, Score, aggregate, f1, found
 
 TUNING_SEEDS = range(0, 10)  # what roofwatch's parameters were chosen on: never reported
 REPORT_SEEDS = (300, 301, 302)  # the pooled goals; 300-319 for the per-kind ones
@@ -159,15 +159,11 @@ class OracleScore:
 
     @property
     def f1(self) -> float:
-        return _f1(self.precision, self.recall)
+        return f1(self.precision, self.recall)
 
     @property
     def f1_every_change(self) -> float:
-        return _f1(self.precision, self.recall_every_change)
-
-
-def _f1(precision: float, recall: float) -> float:
-    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        return f1(self.precision, self.recall_every_change)
 
 
 def share(found: Tally, ceiling_: Tally, label: str) -> float:

@@ -43,6 +43,11 @@ def match(detected: Sequence[int], truth: Sequence[int], tolerance: int = DEFAUL
     return tp, len(detected) - tp, len(truth) - tp
 
 
+def f1(precision: float, recall: float) -> float:
+    """Their harmonic mean; 0 when both are 0."""
+    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+
+
 @dataclass(frozen=True)
 class Score:
     """Micro-averaged scores over a set of series."""
@@ -65,8 +70,7 @@ class Score:
 
     @property
     def f1(self) -> float:
-        p, r = self.precision, self.recall
-        return 2 * p * r / (p + r) if p + r else 0.0
+        return f1(self.precision, self.recall)
 
     @property
     def false_alarms_per_clean(self) -> float:

@@ -99,7 +99,8 @@ def running_median_bounds(x: np.ndarray, half_width: int) -> tuple[np.ndarray, n
     """
     width = 2 * half_width + 1
     padded = _pad(x, half_width)
-    # every window as a row of a read-only view of ``padded`` (sliding_window_view's checks cost a third of the sort)
+    # every window as a row of a strided view of ``padded``, only read (sliding_window_view's checks cost a third of
+    # the sort)
     windows = np.ndarray((len(x), width), padded.dtype, padded, 0, (padded.itemsize, padded.itemsize))
     window = np.sort(windows, axis=1)  # NaNs last
     present = np.concatenate([[0], (~np.isnan(padded)).cumsum()])
