@@ -13,7 +13,8 @@ from the series itself, each robust to the steps it may hold:
   a gap of ``MODE_SEPARATION`` within-cluster deviations, each side at least ``MODE_SHARE`` of
   its stretch — each point is labelled fast or slow, and the slow mode's offset and spread are measured — unless the slow
   points sit together in a few long runs (Wald-Wolfowitz, ``RUNS_Z``): a process's mode is drawn
-  afresh each run, a bump of a dozen commits is a level that moved;
+  afresh each run, a bump of a dozen commits is a level that moved; and a stretch that begins or
+  ends with a run of one mode too long for its share is cut where the run begins (``_run_cuts``);
 - **a floor**: a series whose every run is a floor plus a slow delay (``one_sided``: its low side
   short against the bulk, its density flat up to the floor) shows a level in its lowest values,
   which the change-point search then reads (``changepoints.floor_gain``);
@@ -56,6 +57,8 @@ LEVEL_HALF_WIDTH = 7  # the level outliers are replaced by and clipped towards: 
 # points of an unrecognised second mode in a row do not carry it
 HUBER_K = 2.5
 END_RUN = 4  # points of one mode in a row at an end, all beyond the level the same way: more than an episode (1-3 commits)
+MODE_RUN_P = 1e-4  # a stretch's end run of one mode at most this likely, at that mode's share, is a level (_run_cuts)
+MODE_RUN_ROUNDS = 3  # times the modes are read again with the cuts such runs give
 RUNS_Z = -6.0  # slow points this much more bunched than interleaved modes would be are a moved level (or a drift cut in two)
 ONE_SIDED = 0.8  # floor_ratio under this: a floor and a slow tail (slow-tail histories 0.51-0.93, other unimodal kinds ≥ 0.88)
 FLAT_FLOOR = 1.5  # ... and floor_flatness under this (slow-tail histories: median 1.0, 90 % under 1.5; t lower tails ≥ 2.5)
@@ -363,12 +366,26 @@ def read_noise(x: np.ndarray, min_size: int, steps: Sequence[int] | None = None)
 
     Stretches are cut at ``steps`` (level steps already found) when given, else at rank shifts:
     a rank shift near a step smaller than the modes' gap can land a few points off, and the
-    stretch that straddles the step then reads part of it as the other mode.
+    stretch that straddles the step then reads part of it as the other mode. A stretch whose
+    labels end (or begin) with a run of one mode too long for the modes' shares, and whose run's
+    fast level lies apart from the stretch's, is cut where the run begins, and the modes read again.
     """
+    n = len(x)
+    bounds = sorted({0, *(rank_shifts(x, min_size) if steps is None else steps), n})
+    for _ in range(MODE_RUN_ROUNDS):
+        noise = _read_modes(x, bounds)
+        cuts = _run_cuts(x, noise, bounds) if noise.bimodal else []
+        if not cuts:
+            return noise
+        bounds = sorted({*bounds, *cuts})
+    return _read_modes(x, bounds)
+
+
+def _read_modes(x: np.ndarray, bounds: Sequence[int]) -> Noise:
+    """The modes of ``x`` read within each stretch between ``bounds`` (``read_noise``, one reading)."""
     n = len(x)
     sigma = max(robust_sigma(x), SCALE_FLOOR)
     unimodal = Noise(sigma, np.zeros(n, dtype=bool))
-    bounds = sorted({0, *(rank_shifts(x, min_size) if steps is None else steps), n})
     stretches = [(s, e, two_groups(x[s:e])) for s, e in zip(bounds, bounds[1:]) if e - s >= MODE_MIN_STRETCH]
     split = [(s, e, g) for s, e, g in stretches if g.clean]
     if sum(e - s for s, e, _ in split) < MODE_COVERAGE * n:
@@ -387,6 +404,49 @@ def read_noise(x: np.ndarray, min_size: int, steps: Sequence[int] | None = None)
     fast_sigma = max(robust_sigma(x[~slow]), SCALE_FLOOR)
     slow_sigma = MAD_TO_SD * median(np.abs(residual[slow] - offset))
     return Noise(fast_sigma, slow, offset, max(slow_sigma, fast_sigma))
+
+
+def _run_cuts(x: np.ndarray, noise: Noise, bounds: Sequence[int]) -> list[int]:
+    """Where a stretch's runs of one label begin and end, when a run is too long for that label's share of the series
+    (chance under ``MODE_RUN_P``; within a stretch, over every place a run could start) and its own fast level lies
+    apart from the stretch's.
+
+    A level that moved by about the modes' gap inside a stretch reads as one mode for all its commits: the old
+    fast level becomes the new slow mode, or the new slow band the old fast one. A process draws its mode afresh
+    each run, so a dozen commits of one mode in a row at a share of a third is a level, not a mode; the runs test
+    (``RUNS_Z``) reads the whole series, where the mixed stretches around such a run dilute it. A GPU's slow share
+    moves too (a mix change), and its runs of slow points then keep the stretch's fast level when they hold both
+    modes, or spread as wide as the slow band when they hold only it: neither is cut.
+    """
+    slow = noise.slow
+    n = len(slow)
+    wide = (noise.sigma + noise.slow_sigma) / 2  # a run this spread out is the slow band, not a level
+    apart = max(noise.offset / 4, MODE_SEPARATION * noise.sigma)
+    cuts: list[int] = []
+    for s, e in zip(bounds, bounds[1:]):
+        labels = slow[s:e]
+        edges = [0, *(np.flatnonzero(labels[1:] != labels[:-1]) + 1).tolist(), e - s]
+        if len(edges) == 2:
+            continue  # one label throughout: nothing to cut the stretch at
+        for start, stop in zip(edges, edges[1:]):
+            length = stop - start
+            if length < MODE_MIN_STRETCH:
+                continue
+            inner = 0 < start and stop < e - s  # a run in mid-stretch could have started at any of its commits
+            share = (np.count_nonzero(slow == labels[start]) - length) / (n - length)
+            if share ** length * ((e - s) if inner else 1) >= MODE_RUN_P:
+                continue
+            values = x[s + start:s + stop]
+            groups = two_groups(values)
+            if groups.clean and abs(groups.high - groups.low - noise.offset) > noise.offset / 3:
+                continue  # two groups, but not the series' two modes: a wide slow band cut in two
+            if not groups.clean and (inner or robust_sigma(values) > wide):
+                continue  # one mode only: the slow band's spread, or a level's, told apart at a stretch's ends only
+            level = groups.low if groups.clean else median(values)
+            stretch = two_groups(x[s:e])
+            if abs(level - (stretch.low if stretch.clean else median(x[s:e]))) > apart:
+                cuts += [s + i for i in (start, stop) if 0 < i < e - s]
+    return cuts
 
 
 def runs_at_ends(deviation: np.ndarray, bar: float, length: int = END_RUN) -> np.ndarray:
@@ -450,4 +510,23 @@ def clean(x: np.ndarray, noise: Noise) -> tuple[np.ndarray, np.ndarray]:
             suspect &= ~run
         far = (suspect | end) & (np.abs(residual) > HAMPEL_K * sigma)
         out[index] = np.where(far, median, median + np.clip(residual, -HUBER_K * sigma, HUBER_K * sigma))
+        if members is noise.slow:
+            # a slow point far from its own mode's level but on the fast mode's level of its commits is no outlier:
+            # beside a step, a mode with few points on one side reads its level from the other (two slow runs
+            # before a 20 % step at commit 11 were moved 18 % up onto the new level, and a warm-up took the step)
+            level = _fast_level_at(index, out, ~noise.slow)
+            kept = far & (np.abs(values - level) <= HAMPEL_K * sigma)
+            out[index[kept]] = level[kept] + np.clip(values[kept] - level[kept], -HUBER_K * sigma, HUBER_K * sigma)
     return out, weight
+
+
+def _fast_level_at(index: np.ndarray, cleaned: np.ndarray, fast: np.ndarray) -> np.ndarray:
+    """The fast mode's level at commits ``index``: the running median of its cleaned points nearest each."""
+    at = np.flatnonzero(fast)
+    if len(at) == 0:
+        return np.full(len(index), np.nan)
+    level = running_median(cleaned[at], HAMPEL_HALF_WIDTH)
+    nearest = np.clip(np.searchsorted(at, index), 0, len(at) - 1)
+    before = np.maximum(nearest - 1, 0)
+    nearest = np.where(np.abs(at[before] - index) < np.abs(at[nearest] - index), before, nearest)
+    return level[nearest]
