@@ -57,7 +57,7 @@ LEVEL_HALF_WIDTH = 7  # the level outliers are replaced by and clipped towards: 
 # points of an unrecognised second mode in a row do not carry it
 HUBER_K = 2.5
 END_RUN = 4  # points of one mode in a row at an end, all beyond the level the same way: more than an episode (1-3 commits)
-MODE_RUN_P = 1e-4  # a stretch's end run of one mode at most this likely, at that mode's share, is a level (_run_cuts)
+MODE_RUN_P = 1e-2  # a run of one mode at most this likely at its share is tested as a level (_run_cuts; chosen on seeds 0-39)
 MODE_RUN_ROUNDS = 3  # times the modes are read again with the cuts such runs give
 RUNS_Z = -6.0  # slow points this much more bunched than interleaved modes would be are a moved level (or a drift cut in two)
 ONE_SIDED = 0.8  # floor_ratio under this: a floor and a slow tail (slow-tail histories 0.51-0.93, other unimodal kinds ≥ 0.88)
