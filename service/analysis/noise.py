@@ -13,8 +13,8 @@ from the series itself, each robust to the steps it may hold:
   a gap of ``MODE_SEPARATION`` within-cluster deviations, each side at least ``MODE_SHARE`` of
   its stretch — each point is labelled fast or slow, and the slow mode's offset and spread are measured — unless the slow
   points sit together in a few long runs (Wald-Wolfowitz, ``RUNS_Z``): a process's mode is drawn
-  afresh each run, a bump of a dozen commits is a level that moved; and a stretch that begins or
-  ends with a run of one mode too long for its share is cut where the run begins (``_run_cuts``);
+  afresh each run, a bump of a dozen commits is a level that moved; and a stretch that holds a
+  run of one mode too long for its share, on a level of its own, is cut there (``_run_cuts``);
 - **a floor**: a series whose every run is a floor plus a slow delay (``one_sided``: its low side
   short against the bulk, its density flat up to the floor) shows a level in its lowest values,
   which the change-point search then reads (``changepoints.floor_gain``);
@@ -367,8 +367,8 @@ def read_noise(x: np.ndarray, min_size: int, steps: Sequence[int] | None = None)
     Stretches are cut at ``steps`` (level steps already found) when given, else at rank shifts:
     a rank shift near a step smaller than the modes' gap can land a few points off, and the
     stretch that straddles the step then reads part of it as the other mode. A stretch whose
-    labels end (or begin) with a run of one mode too long for the modes' shares, and whose run's
-    fast level lies apart from the stretch's, is cut where the run begins, and the modes read again.
+    labels hold a run of one mode too long for the modes' shares, and whose run's fast level lies
+    apart from the stretch's, is cut where the run begins and ends, and the modes read again.
     """
     n = len(x)
     bounds = sorted({0, *(rank_shifts(x, min_size) if steps is None else steps), n})
@@ -480,7 +480,7 @@ def clean(x: np.ndarray, noise: Noise) -> tuple[np.ndarray, np.ndarray]:
     y = x - noise.offset * noise.slow
     weight = np.where(noise.slow, (noise.sigma / max(noise.slow_sigma, noise.sigma)) ** 2, 1.0)
     out = y.copy()
-    for members, sigma in ((~noise.slow, noise.sigma), (noise.slow, noise.slow_sigma)):
+    for members, sigma, slow_mode in ((~noise.slow, noise.sigma, False), (noise.slow, noise.slow_sigma, True)):
         index = np.flatnonzero(members)
         if len(index) < 2 * HAMPEL_HALF_WIDTH + 1:
             continue
@@ -510,7 +510,7 @@ def clean(x: np.ndarray, noise: Noise) -> tuple[np.ndarray, np.ndarray]:
             suspect &= ~run
         far = (suspect | end) & (np.abs(residual) > HAMPEL_K * sigma)
         out[index] = np.where(far, median, median + np.clip(residual, -HUBER_K * sigma, HUBER_K * sigma))
-        if members is noise.slow:
+        if slow_mode:
             # a slow point far from its own mode's level but on the fast mode's level of its commits is no outlier:
             # beside a step, a mode with few points on one side reads its level from the other (two slow runs
             # before a 20 % step at commit 11 were moved 18 % up onto the new level, and a warm-up took the step)
