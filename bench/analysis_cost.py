@@ -136,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         data_dir = work / "data"
         os.environ["ROOFWATCH_DATA_DIR"] = str(data_dir)
         os.environ.pop("ROOFWATCH_DATABASE_URL", None)
+        from roofwatch.common.vocabulary import Trigger
         from roofwatch.git import checkout
         from roofwatch.service.core.db import migrate, session_scope
         from roofwatch.service.records.repositories import register
@@ -153,10 +154,11 @@ def main(argv: list[str] | None = None) -> int:
         migrate()
         runs: list[tuple[int, str, str]] = []
         with session_scope() as session:
-            row = register(session, "bench/analysis-cost", str(repo))
+            repository = register(session, "bench/analysis-cost", str(repo))
             for sha in shas:
                 info = checkout.commit_info(repo, sha)
-                run = create_run(session, row, upsert_commit(session, row, info), f"bench:{sha}", trigger="manual")
+                run = create_run(session, repository, upsert_commit(session, repository, info), f"bench:{sha}",
+                                 trigger=Trigger.MANUAL)
                 runs.append((run.id, run.idempotency_key, sha))  # type: ignore[arg-type]
 
         table = Table("run", "result file MB", "parse s", "parse peak MB", "envelope MB", "samples kept",

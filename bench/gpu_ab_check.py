@@ -50,6 +50,7 @@ import statistics
 import subprocess
 import sys
 import time
+from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -186,20 +187,25 @@ def timer_options(variant: str) -> dict[str, Any]:
 # --- the device: real (torch + triton) or modelled -----------------------------------------
 
 
-class Device:
+class Device(ABC):
     """What a child process measures with: callables per workload, timers per variant."""
 
     name = ""
     reference_mhz = 0.0  # the SM clock samples are normalized to (the device's maximum)
 
+    @abstractmethod
     def callable_for(self, workload: Workload) -> Callable[[], object]: ...
 
+    @abstractmethod
     def rotating(self, workload: Workload) -> Callable[[], object]: ...
 
+    @abstractmethod
     def timer(self, variant: str = "harness") -> GpuTimer: ...
 
+    @abstractmethod
     def flush_timer(self, flush: str, graphs: GraphPolicy = GraphPolicy(), hold: bool = True) -> GpuTimer: ...
 
+    @abstractmethod
     def profile(self, chosen: Sequence[Workload], calls: int) -> dict[str, Any]: ...
 
 
@@ -728,7 +734,7 @@ def analyse(processes: list[dict[str, Any]], wall_s: float, families: Sequence[F
         kernels.append((family, "; ".join(f"{count} × {name}" for name, count in names.most_common())))
         for p in processes:
             found = p.get("profiled", {}).get(family, {})
-            events = next((p["experiments"][key] for key in p["experiments"]
+            events: dict[str, Any] = next((p["experiments"][key] for key in p["experiments"]
                            if key.startswith(family) and ("(harness)" in key or key.endswith("| harness"))), {})
             seen = _profiled_kernels(found)
             if seen and "median" in events:

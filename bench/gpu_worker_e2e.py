@@ -262,11 +262,16 @@ def run_e2e(out: Path, work: Path, planted: float, spin_s: float, timeout_s: flo
         processes["cpu"] = _worker("cpu", roofwatch_argv("worker", "--name", "cpu", "--queues", "cpu,ingest",
                                                          "--loglevel", "info"), service_env, logs["cpu"].path)
         processes["gpu0"] = _worker("gpu0", gpu_argv, gpu_env, logs["gpu0"].path)
-        stack.callback(lambda: [stop(p) for p in processes.values()])
+
+        def stop_all() -> None:
+            for process in processes.values():
+                stop(process)
+
+        stack.callback(stop_all)
         try:
             wait_for(lambda: _healthy(url), 120, "roofwatch serve")
             for name in ("cpu", "gpu0"):
-                wait_for(lambda name=name: logs[name].shows(" ready."), 180, f"the {name} worker")
+                wait_for(lambda: logs[name].shows(" ready."), 180, f"the {name} worker")  # waited on here, in this turn
             outcome.step("serve and two workers up (the GPU worker calibrates its device first)",
                          time.monotonic() - t)
             with httpx.Client(timeout=60) as client:

@@ -186,7 +186,7 @@ def sweep_launches(module: ModuleType, cols: int) -> list[Any]:
 
 def sweep(bench: Bench, modules: dict[str, ModuleType], shapes: tuple[tuple[int, int], ...],
           deadline: float) -> list[Row]:
-    rows = []
+    rows: list[Row] = []
     torch = bench.torch
     for norm, module in modules.items():
         for shape in shapes:
@@ -298,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     import kernels.layernorm
     import kernels.rmsnorm
 
-    shapes = FAKE_SHAPES if args.fake else SHAPES
+    shapes: tuple[tuple[int, int], ...] = FAKE_SHAPES if args.fake else SHAPES
     if args.shapes:
         shapes = tuple((int(r), int(c)) for r, c in (s.split("x") for s in args.shapes.split(",")))
     bench = Bench(args.fake)

@@ -74,7 +74,7 @@ from roofwatch.common.device import fingerprint, probe
 from roofwatch.common.envelope import DeviceInfo, Envelope, MeasurementRecord, SuiteResult
 from roofwatch.common.jobs import Job
 from roofwatch.common.task_names import queue_name
-from roofwatch.common.vocabulary import TERMINAL_STATES
+from roofwatch.common.vocabulary import TERMINAL_STATES, Trigger
 from roofwatch.git import checkout
 from roofwatch.service.core.db import make_engine, migrate, session_scope
 from roofwatch.service.core.models import Commit, Repository, Run
@@ -255,7 +255,7 @@ def new_run(engine: Engine, repository: str, clone_url: str, mirror: Path, sha: 
     with session_scope(engine) as session:
         repo = session.exec(select(Repository).where(Repository.full_name == repository)).first() \
             or register(session, repository, clone_url)
-        run = create_run(session, repo, upsert_commit(session, repo, info), key, trigger="manual")
+        run = create_run(session, repo, upsert_commit(session, repo, info), key, trigger=Trigger.MANUAL)
         assert run.id is not None
         return run.id, key
 
@@ -375,7 +375,7 @@ def ingest_rate(engine: Engine, measurements: int, repeats: int, seed: int = 0, 
             assert row is not None
             commit = upsert_commit(session, row, checkout.CommitInfo(sha, [], "bench <bench@localhost>",
                                                                      f"commit {index}", datetime.now(UTC), index + 1))
-            run = create_run(session, row, commit, f"{repository}@{sha}:bench:{index}", trigger="push")
+            run = create_run(session, row, commit, f"{repository}@{sha}:bench:{index}", trigger=Trigger.PUSH)
             run_id, key = run.id, run.idempotency_key
         assert run_id is not None
         envelope = large_envelope(run_id, key, repository, sha, [measurement_record(s, rng) for s in specs])

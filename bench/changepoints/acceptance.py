@@ -141,7 +141,7 @@ class Oracle:
         as the F1 goal counts them: the mix changes, which it never places, as misses."""
         verdicts = [v for k in keys for v in self.verdicts[k]]
         found = sum(v.detected for v in verdicts)
-        false = sum(v.passes and not v.placed for v in verdicts)
+        false: float = sum(v.passes and not v.placed for v in verdicts)
         false += ceiling.FALSE_ALARMS * sum(not series[k].changes for k in keys)
         every = len(verdicts) + sum(c.shift != "location" for k in keys for c in series[k].changes)
         return OracleScore(found / (found + false) if found + false else 1.0,

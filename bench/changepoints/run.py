@@ -32,12 +32,12 @@ Detector = Callable[[np.ndarray], list[int]]
 
 
 def roofwatch(values: np.ndarray) -> list[int]:
-    """roofwatch's own detector; it returns change objects with ``.index`` (or plain ints in early versions)."""
+    """roofwatch's own detector: the indexes of the change points it returns."""
     try:
         from roofwatch.service.analysis.changepoints import detect
     except ImportError as exc:
         raise ImportError(f"roofwatch.service.analysis.changepoints is not importable ({exc})") from exc
-    return sorted(int(getattr(c, "index", c)) for c in detect(values))
+    return sorted(c.index for c in detect(values))
 
 
 # One line per detector; the name is what --detectors takes.

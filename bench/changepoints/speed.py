@@ -90,7 +90,7 @@ def main() -> None:
         tick = time.perf_counter()
         watch = Watch(series, changes)
         setup = time.perf_counter() - tick
-    times, cpu_times, flagged, searched = [], [], 0, watch.searches
+    times, cpu_times, flagged, searched_before = [], [], 0, watch.searches
     append_host = [host.workload()[0]]
     for step in range(APPENDS):
         new = np.array([values[args.points + step] for values in full])
@@ -101,7 +101,7 @@ def main() -> None:
         append_host.append(host.workload()[0])
     commit_host = host.slowdown(append_host)
 
-    searched = (watch.searches - searched) / APPENDS
+    searched = (watch.searches - searched_before) / APPENDS
     table = Table("measurement", "value", "goal")
     table.add_row(f"full analysis, {args.series:,} × {args.points}, {args.jobs} process(es)",
                   f"{analysis:.1f} s wall, {cpu / args.jobs:.1f} s CPU per process ({found:,} change points)",

@@ -125,7 +125,7 @@ def test_a_planted_cycle_between_parts_is_found(tmp_path: Path) -> None:
 
 
 def test_types_check() -> None:
-    """mypy over roofwatch, service, workers and dashboard (configured in pyproject.toml)."""
+    """mypy over roofwatch, service, workers, dashboard and bench (configured in pyproject.toml)."""
     done = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
 
