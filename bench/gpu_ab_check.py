@@ -734,8 +734,9 @@ def analyse(processes: list[dict[str, Any]], wall_s: float, families: Sequence[F
         kernels.append((family, "; ".join(f"{count} × {name}" for name, count in names.most_common())))
         for p in processes:
             found = p.get("profiled", {}).get(family, {})
-            events: dict[str, Any] = next((p["experiments"][key] for key in p["experiments"]
-                           if key.startswith(family) and ("(harness)" in key or key.endswith("| harness"))), {})
+            events: dict[str, Any] = next(
+                (p["experiments"][key] for key in p["experiments"]
+                 if key.startswith(family) and ("(harness)" in key or key.endswith("| harness"))), {})
             seen = _profiled_kernels(found)
             if seen and "median" in events:
                 profiled.append((family, f"{seen}; events median {1e6 * events['median']:.1f} µs, "

@@ -271,7 +271,7 @@ def run_e2e(out: Path, work: Path, planted: float, spin_s: float, timeout_s: flo
         try:
             wait_for(lambda: _healthy(url), 120, "roofwatch serve")
             for name in ("cpu", "gpu0"):
-                wait_for(lambda: logs[name].shows(" ready."), 180, f"the {name} worker")  # waited on here, in this turn
+                wait_for(lambda: logs[name].shows(" ready."), 180, f"the {name} worker")  # called before `name` moves on
             outcome.step("serve and two workers up (the GPU worker calibrates its device first)",
                          time.monotonic() - t)
             with httpx.Client(timeout=60) as client:

@@ -6,7 +6,8 @@
 Prints, for every detector side by side and beside the true-model oracle (``ceiling.py``): recall
 per noise kind × step size and per noise level, F1 and false alarms per kind, the overall scores,
 F1 on the location changes beside the oracle's, and roofwatch's goals (met or not), each recall
-goal a share of the oracle's recall on the same steps. roofwatch's parameters are chosen on ``TUNING_SEEDS``; the defaults are never tuned on.
+goal a share of the oracle's recall on the same steps. roofwatch's parameters are chosen on
+``TUNING_SEEDS``; the defaults are never tuned on.
 """
 
 from __future__ import annotations

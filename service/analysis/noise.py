@@ -57,7 +57,7 @@ LEVEL_HALF_WIDTH = 7  # the level outliers are replaced by and clipped towards: 
 # points of an unrecognised second mode in a row do not carry it
 HUBER_K = 2.5
 END_RUN = 4  # points of one mode in a row at an end, all beyond the level the same way: more than an episode (1-3 commits)
-MODE_RUN_P = 1e-2  # a run of one mode at most this likely at its share is tested as a level (_run_cuts; chosen on seeds 0-39)
+MODE_RUN_P = 1e-2  # a run of one mode this unlikely at its share is tested as a level (_run_cuts; seeds 0-39)
 MODE_RUN_ROUNDS = 3  # times the modes are read again with the cuts such runs give
 RUNS_Z = -6.0  # slow points this much more bunched than interleaved modes would be are a moved level (or a drift cut in two)
 ONE_SIDED = 0.8  # floor_ratio under this: a floor and a slow tail (slow-tail histories 0.51-0.93, other unimodal kinds ≥ 0.88)
@@ -420,6 +420,7 @@ def _run_cuts(x: np.ndarray, noise: Noise, bounds: Sequence[int]) -> list[int]:
     """
     slow = noise.slow
     n = len(slow)
+    count = {True: int(np.count_nonzero(slow)), False: n - int(np.count_nonzero(slow))}  # points of each label
     wide = (noise.sigma + noise.slow_sigma) / 2  # a run this spread out is the slow band, not a level
     apart = max(noise.offset / 4, MODE_SEPARATION * noise.sigma)
     cuts: list[int] = []
@@ -428,12 +429,13 @@ def _run_cuts(x: np.ndarray, noise: Noise, bounds: Sequence[int]) -> list[int]:
         edges = [0, *(np.flatnonzero(labels[1:] != labels[:-1]) + 1).tolist(), e - s]
         if len(edges) == 2:
             continue  # one label throughout: nothing to cut the stretch at
+        stretch_level: float | None = None  # the stretch's fast level, read once a run needs it
         for start, stop in zip(edges, edges[1:]):
             length = stop - start
             if length < MODE_MIN_STRETCH:
                 continue
             inner = 0 < start and stop < e - s  # a run in mid-stretch could have started at any of its commits
-            share = (np.count_nonzero(slow == labels[start]) - length) / (n - length)
+            share = (count[bool(labels[start])] - length) / (n - length)
             if share ** length * ((e - s) if inner else 1) >= MODE_RUN_P:
                 continue
             values = x[s + start:s + stop]
@@ -442,9 +444,10 @@ def _run_cuts(x: np.ndarray, noise: Noise, bounds: Sequence[int]) -> list[int]:
                 continue  # two groups, but not the series' two modes: a wide slow band cut in two
             if not groups.clean and (inner or robust_sigma(values) > wide):
                 continue  # one mode only: the slow band's spread, or a level's, told apart at a stretch's ends only
-            level = groups.low if groups.clean else median(values)
-            stretch = two_groups(x[s:e])
-            if abs(level - (stretch.low if stretch.clean else median(x[s:e]))) > apart:
+            if stretch_level is None:
+                stretch = two_groups(x[s:e])
+                stretch_level = stretch.low if stretch.clean else median(x[s:e])
+            if abs((groups.low if groups.clean else median(values)) - stretch_level) > apart:
                 cuts += [s + i for i in (start, stop) if 0 < i < e - s]
     return cuts
 
@@ -510,7 +513,7 @@ def clean(x: np.ndarray, noise: Noise) -> tuple[np.ndarray, np.ndarray]:
             suspect &= ~run
         far = (suspect | end) & (np.abs(residual) > HAMPEL_K * sigma)
         out[index] = np.where(far, median, median + np.clip(residual, -HUBER_K * sigma, HUBER_K * sigma))
-        if slow_mode:
+        if slow_mode and far.any():
             # a slow point far from its own mode's level but on the fast mode's level of its commits is no outlier:
             # beside a step, a mode with few points on one side reads its level from the other (two slow runs
             # before a 20 % step at commit 11 were moved 18 % up onto the new level, and a warm-up took the step)

@@ -44,8 +44,8 @@ class Watch:
     computed elsewhere, in parallel); otherwise each history is analysed here.
     """
 
-    def __init__(self, histories: Sequence[Sequence[float] | np.ndarray], changes: Sequence[list[ChangePoint]] | None = None,
-                 min_size: int = DEFAULT_MIN_SIZE) -> None:
+    def __init__(self, histories: Sequence[Sequence[float] | np.ndarray],
+                 changes: Sequence[list[ChangePoint]] | None = None, min_size: int = DEFAULT_MIN_SIZE) -> None:
         self.min_size = min_size
         count = len(histories)
         self.raw = np.full((count, SEARCH), np.nan)
