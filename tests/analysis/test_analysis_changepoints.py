@@ -420,6 +420,40 @@ def test_a_step_moves_to_the_least_squares_split_between_its_neighbours(
     assert changepoints._place(_sums(values), steps, len(values), margin=3) == placed
 
 
+# a 2-deviation drop at commit 40 with one point 3.3 deviations out four commits before it (what the Huber clip
+# leaves of a heavy tail's outlier): least squares splits at the outlier, Student-t noise where the level moved
+OUTLIER_BESIDE_A_STEP = [0.0] * 36 + [-3.3, -1.0, 0.0, -0.3] + [-2.0] * 40
+
+
+@pytest.mark.parametrize(("values", "steps", "placed"), [
+    (OUTLIER_BESIDE_A_STEP, [36], [40]),
+    (OUTLIER_BESIDE_A_STEP, [40], [40]),  # already where it belongs
+    ([0.0] * 30 + [1.0] * 30, [30], [30]),  # a clean step stays
+    ([0.0] * 30 + [1.0] * 30, [24], [29]),  # moved at most T_REACH commits
+    ([0.0] * 20 + [1.0] * 20 + [3.0] * 20, [24, 40], [20, 40]),  # each between its neighbours
+    ([0.0] * 52 + [1.0] * 8, [51], [51]),  # too near an end to read that side's level past the commits searched
+])
+def test_a_step_moves_to_its_likeliest_place_under_heavy_tailed_noise(
+        values: list[float], steps: list[int], placed: list[int]) -> None:
+    assert changepoints._t_place(np.array(values), 1.0, steps, margin=5) == placed
+
+
+def test_least_squares_would_split_at_the_outlier() -> None:
+    y = np.array(OUTLIER_BESIDE_A_STEP)
+    assert changepoints._place(changepoints._Sums(y, np.ones(len(y))), [40], len(y), margin=5) == [36]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_an_outlier_beside_a_step_does_not_decide_where_it_is(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(0.0, 0.01, N)
+    x[STEP_AT:] -= 0.02
+    x[STEP_AT - 4:STEP_AT] = np.array([-3.3, -1.0, 0.0, -0.3]) * 0.01
+    found = detect(1e-4 * np.exp(x))
+    assert len(found) == 1
+    assert found[0].index != STEP_AT - 4  # least squares split there in 5 of these 10 series
+
+
 @pytest.mark.parametrize(("length", "z"), [
     (10, 2.402), (64, 3.312), (256, 3.529),  # tabled
     (80, (3.312 + 3.394) / 2),  # halfway in log length between 64 and 96 is 78.4: near the middle
