@@ -559,6 +559,12 @@ def _grow_floor(x: np.ndarray, cps: Sequence[int], min_size: int) -> list[int]:
     return _grow_stretches(len(x), cps, split)
 
 
+def _split_costs(before: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """The cost of each split of the commits searched, given each commit's cost on the level before and after: at
+    split j (0..len), the commits before j cost ``before``, the rest ``after``."""
+    return np.concatenate([[0.0], np.cumsum(before)]) + np.concatenate([np.cumsum(after[::-1])[::-1], [0.0]])
+
+
 def _t_place(y: np.ndarray, sigma: float, cps: Sequence[int], margin: int, reach: int = T_REACH) -> list[int]:
     """Each step moved, up to ``reach`` commits, to its most likely place under Student-t noise of scale ``sigma``
     and ``T_DOF`` degrees of freedom, each side's level its median away from the commits searched.
@@ -582,8 +588,7 @@ def _t_place(y: np.ndarray, sigma: float, cps: Sequence[int], margin: int, reach
         before, after = y[lo:first], y[last:hi]
         searched = (y[first:last] - np.array([[np.median(before)], [np.median(after)]])) / sigma
         cost = half * np.log1p(searched * searched / T_DOF)  # rows: on the left side's level, on the right's
-        # split j: commits first..j-1 on the left level, j..last-1 on the right one
-        total = np.concatenate([[0.0], np.cumsum(cost[0])]) + np.concatenate([np.cumsum(cost[1][::-1])[::-1], [0.0]])
+        total = _split_costs(cost[0], cost[1])
         best = first + int(np.argmin(total))
         if total[best - first] < total[k - first]:
             out[i] = best
@@ -628,8 +633,7 @@ def _mode_split(x: np.ndarray, noise: Noise, y: np.ndarray, w: np.ndarray, posit
         slow = ((x[a:b] - level - noise.offset) / spread) ** 2 + 2 * math.log(spread / noise.sigma)
         return np.minimum(fast, slow)
 
-    pre, post = cost(levels[0]), cost(levels[1])
-    total = np.concatenate([[0.0], np.cumsum(pre)]) + np.concatenate([np.cumsum(post[::-1])[::-1], [0.0]])
+    total = _split_costs(cost(levels[0]), cost(levels[1]))
     splits = np.arange(a, b + 1)
     best = np.flatnonzero(total <= total.min() + 1e-9)
     return int(splits[best[np.argmin(np.abs(splits[best] - k))]])

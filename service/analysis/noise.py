@@ -420,7 +420,8 @@ def _run_cuts(x: np.ndarray, noise: Noise, bounds: Sequence[int]) -> list[int]:
     """
     slow = noise.slow
     n = len(slow)
-    count = {True: int(np.count_nonzero(slow)), False: n - int(np.count_nonzero(slow))}  # points of each label
+    slow_points = int(np.count_nonzero(slow))
+    count = {True: slow_points, False: n - slow_points}  # points of each label
     wide = (noise.sigma + noise.slow_sigma) / 2  # a run this spread out is the slow band, not a level
     apart = max(noise.offset / 4, MODE_SEPARATION * noise.sigma)
     cuts: list[int] = []

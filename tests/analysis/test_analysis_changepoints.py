@@ -439,8 +439,7 @@ def test_a_step_moves_to_its_likeliest_place_under_heavy_tailed_noise(
 
 
 def test_least_squares_would_split_at_the_outlier() -> None:
-    y = np.array(OUTLIER_BESIDE_A_STEP)
-    assert changepoints._place(changepoints._Sums(y, np.ones(len(y))), [40], len(y), margin=5) == [36]
+    assert changepoints._place(_sums(OUTLIER_BESIDE_A_STEP), [40], len(OUTLIER_BESIDE_A_STEP), margin=5) == [36]
 
 
 @pytest.mark.parametrize("seed", range(10))
