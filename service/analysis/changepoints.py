@@ -56,8 +56,9 @@ import numpy as np
 from scipy import special
 
 from roofwatch.service.analysis import drift
-from roofwatch.service.analysis.arrays import quantiles, weighted_mean
+from roofwatch.service.analysis.arrays import median, quantiles, weighted_mean
 from roofwatch.service.analysis.noise import (
+    MAD_TO_SD,
     Noise,
     clean,
     floor_ratio,
@@ -85,6 +86,8 @@ MODE_REACH = 8  # commits a step of a bimodal series may move when placed on the
 MODE_PLACE_REACH = 4  # ... and when placed again once the modes are read within the final steps
 MIN_WEIGHT = 3.0  # fast-mode points' worth of weight each side of a step needs
 SHORT_SIDE = 12  # ... when it has fewer points than this
+BUMP_SPREAD = 3.0  # noise deviations: a bump of under SHORT_SIDE commits whose own values spread wider is no one level
+BUMP_SIDES = 20  # commits each side of such a bump whose median is the level it left and came back to
 PLACE_PASSES = 3  # rounds of moving each step to the best split between its neighbours
 FLOOR_SHARE = 0.2  # of a stretch's values, for the density at its floor
 NEAR_FLOOR = 0.95  # floor_ratio under which a series not read as one-sided is read again with its floor steps: on
@@ -214,6 +217,35 @@ def _bump(sums: _Sums, cps: Sequence[int], i: int, width: int) -> tuple[int, int
         other = _window(cps, n, i + 1, width)[1]
         inner, outer, far = sums.mean(k, hi), sums.mean(lo, k), sums.mean(hi, other)
     return (lo, hi) if (inner - outer) * (inner - far) > 0 else None
+
+
+def _mixed_bumps(x: np.ndarray, sigma: float, cps: Sequence[int]) -> set[int]:
+    """The steps that bound a bump of runs of a noisy neighbour, read as a step there and back.
+
+    A bump of under ``SHORT_SIDE`` commits between two steps, above (or below) both sides, where the level before
+    and after it is one (their medians within ``BUMP_SPREAD`` deviations) and its own raw values spread more
+    than ``BUMP_SPREAD`` deviations (MAD): one level holds its points within the noise, while a busy neighbour's
+    runs each slow by their own amount and leave points on the level between them. Two or three episodes in a row
+    make more of the cleaning's running medians than one episode can (a run of eight slow commits of ten, 22 %
+    and 36 % slow, was cleaned into a plateau 20 and 9 deviations up), and the episode test (``_episode_test``)
+    takes only ``EPISODE`` points off it.
+    """
+    n = len(x)
+    out: set[int] = set()
+    for i in range(len(cps) - 1):
+        a, b = cps[i], cps[i + 1]
+        if b - a >= SHORT_SIDE:
+            continue
+        before = x[max(cps[i - 1] if i else 0, a - BUMP_SIDES):a]
+        after = x[b:min(cps[i + 2] if i + 2 < len(cps) else n, b + BUMP_SIDES)]
+        if not len(before) or not len(after):
+            continue
+        inner, level_before, level_after = median(x[a:b]), median(before), median(after)
+        bump = (inner - level_before) * (inner - level_after) > 0
+        if (bump and abs(level_before - level_after) <= BUMP_SPREAD * sigma
+                and MAD_TO_SD * median(np.abs(x[a:b] - inner)) > BUMP_SPREAD * sigma):
+            out |= {a, b}
+    return out
 
 
 def _short_side_test(y: np.ndarray, w: np.ndarray, sums: _Sums, cps: Sequence[int], i: int, width: int
@@ -699,6 +731,9 @@ def detect(values: Sequence[float] | np.ndarray, *, alpha: float = DEFAULT_ALPHA
     # clips, and the split it added lies elsewhere. Only here, at the end: a bimodal series' modes are read again
     # within every step found first, held or not
     steps = [(k, step) for k, step in steps if step.held or step.p_value < GROWN_ALPHA]
+    if not noise.bimodal:  # a bimodal series' stretches hold two modes: their spread says nothing of episodes
+        mixed = _mixed_bumps(x, noise.sigma, [k for k, _ in steps])
+        steps = [(k, step) for k, step in steps if k not in mixed]
     positions = [k for k, _ in steps]
     found = [_location(raw, rows, y, w, noise, positions, i, step, window) for i, (_, step) in enumerate(steps)]
     if noise.bimodal:

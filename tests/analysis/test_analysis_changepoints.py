@@ -327,6 +327,16 @@ def _episodes(at: list[int], length: int, slowdown: float, sd: float) -> Noise:
     return draw
 
 
+def _runs(runs: list[tuple[int, int, float]], sd: float) -> Noise:
+    """Gaussian noise with runs of a noisy neighbour: (first commit, commits, slowdown) each."""
+    def draw(rng: np.random.Generator) -> np.ndarray:
+        factor = np.exp(rng.normal(0.0, sd, N))
+        for start, length, slowdown in runs:
+            factor[start:start + length] *= 1 + slowdown
+        return factor
+    return draw
+
+
 EPISODES: dict[str, Noise] = {  # one episode of 1-3 slow commits is no change, wherever it is
     "3 commits 12 % slow in 3 % noise": _episodes([60], 3, 0.12, 0.03),
     "two episodes 8 apart, 12 % in 3 % noise": _episodes([60, 68], 3, 0.12, 0.03),
@@ -334,6 +344,9 @@ EPISODES: dict[str, Noise] = {  # one episode of 1-3 slow commits is no change, 
     "2 commits 30 % slow at the very end": _episodes([N - 2], 2, 0.30, 0.003),
     "3 commits 30 % slow at the very start": _episodes([0], 3, 0.30, 0.003),
     "1 commit 50 % slow, 1 % noise": _episodes([120], 1, 0.5, 0.01),
+    # episodes in a row, each slow by its own amount, two commits on the level between them: eight slow commits of
+    # ten, more than the cleaning's running medians forget
+    "episodes 22 %, 36 % in a row, 1 % noise": _runs([(46, 2, 0.22), (48, 3, 0.25), (53, 3, 0.36)], 0.01),
 }
 
 
@@ -343,13 +356,35 @@ def test_an_episode_of_a_noisy_neighbour_is_no_change(kind: str, seed: int) -> N
     assert detect(_series(EPISODES[kind], seed)) == []
 
 
-@pytest.mark.parametrize(("length", "step", "sd"), [(12, 0.05, 0.003), (15, 0.10, 0.01), (20, 0.15, 0.03)])
+@pytest.mark.parametrize(("length", "step", "sd"), [(12, 0.05, 0.003), (15, 0.10, 0.01), (20, 0.15, 0.03),
+                                                  (8, 0.20, 0.01)])
 @pytest.mark.parametrize("seed", SEEDS)
 def test_a_bump_longer_than_an_episode_is_two_changes(length: int, step: float, sd: float, seed: int) -> None:
     level = np.where((np.arange(N) >= STEP_AT) & (np.arange(N) < STEP_AT + length), 1 + step, 1.0)
     found = detect(1e-4 * level * gaussian(sd)(np.random.default_rng(seed)))
     assert [abs(cp.index - k) <= 2 for cp, k in zip(found, (STEP_AT, STEP_AT + length))] == [True, True], found
     assert found[0].change_pct > 0 > found[1].change_pct
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_step_right_after_a_neighbour_s_runs_is_still_found(seed: int) -> None:
+    runs = _runs([(STEP_AT - 8, 3, 0.25), (STEP_AT - 4, 3, 0.40)], 0.01)  # the level is not the same either side
+    found = detect(_series(runs, seed, step=-0.3))
+    assert [cp.index for cp in found if abs(cp.index - STEP_AT) <= 2] != [], found
+
+
+@pytest.mark.parametrize(("values", "steps", "mixed"), [
+    # a bump 22 / 36 % up with two commits back on the level: not one level
+    ([0.0] * 20 + [0.2, 0.2, 0.2, 0.0, 0.0, 0.3, 0.3, 0.3] + [0.0] * 20, [20, 28], {20, 28}),
+    ([0.0] * 20 + [0.2] * 8 + [0.0] * 20, [20, 28], set()),  # one level: a real step there and back
+    ([0.0] * 20 + [0.2, 0.2, 0.2, 0.0, 0.0, 0.3, 0.3, 0.3] + [-0.3] * 20, [20, 28], set()),  # the level moved
+    ([0.0] * 20 + [0.2, 0.2, 0.2, 0.1, 0.1, 0.3, 0.3, 0.3] + [0.4] * 20, [20, 28], set()),  # stairs, no bump
+    ([0.0] * 20 + [0.2, 0.0] * 6 + [0.0] * 20, [20, 32], set()),  # as long as SHORT_SIDE: held to the level test
+])
+def test_a_short_bump_whose_values_spread_far_wider_than_the_noise_is_no_level(
+        values: list[float], steps: list[int], mixed: set[int]) -> None:
+    noise = np.random.default_rng(0).normal(0.0, 0.01, len(values))
+    assert changepoints._mixed_bumps(np.array(values) + noise, 0.01, steps) == mixed
 
 
 @pytest.mark.parametrize(("kind", "at", "length"), [
