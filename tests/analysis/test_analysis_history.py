@@ -78,6 +78,16 @@ def test_steps_after_a_confirmed_change_are_held_against_its_level(
             if s.bad.position in newly] == expected
 
 
+def test_two_slow_runs_of_five_do_not_hide_a_step_in_the_medians() -> None:
+    # rmsnorm's samples on a loaded two-core host: a 2x sleep at c3, two of its five runs slowed a further 80 %.
+    # Their spread puts the samples' own threshold at ±179 %; the medians moved 2.06x.
+    samples = [(0.02044, 0.02012, 0.02416, 0.02399, 0.02024), (0.02044, 0.02051, 0.02014, 0.02012, 0.02014),
+               (0.07444, 0.04010, 0.07401, 0.04217, 0.04014)]
+    series = [Point(i + 1, f"c{i + 1}", float(sorted(s)[2]), s) for i, s in enumerate(samples)]
+    found = steps(series, newly_measured={3}, higher_is_better=False)
+    assert [(s.good.position, s.bad.position, s.direction(False)) for s in found] == [(2, 3, "regression")]
+
+
 def test_a_step_is_found_whichever_side_was_measured_last() -> None:
     series = _series([1.0, 1.0, 1.0, 2.0, 2.0])
     # Commit 3 measured after commit 4: the step (3, 4] is seen from its good side.
