@@ -236,8 +236,8 @@ def _mixed_bumps(x: np.ndarray, sigma: float, cps: Sequence[int]) -> set[int]:
         a, b = cps[i], cps[i + 1]
         if b - a >= SHORT_SIDE:
             continue
-        before = x[max(cps[i - 1] if i else 0, a - BUMP_SIDES):a]
-        after = x[b:min(cps[i + 2] if i + 2 < len(cps) else n, b + BUMP_SIDES)]
+        before = x[_window(cps, n, i, BUMP_SIDES)[0]:a]
+        after = x[b:_window(cps, n, i + 1, BUMP_SIDES)[1]]
         if not len(before) or not len(after):
             continue
         inner, level_before, level_after = median(x[a:b]), median(before), median(after)
