@@ -85,6 +85,13 @@ def run_to_run_noise(medians: list[float]) -> float | None:
     return float(np.expm1(robust_sigma(np.log(values))))
 
 
+def run_noise_floor(run_noise: float | None, min_effect: float = 0.05, noise_k: float = 3.0) -> float:
+    """The smallest relative move of a median between separate runs that counts: ``noise_k`` × the run-to-run
+    spread (``run_to_run_noise``), ``UNKNOWN_RUN_NOISE_FLOOR`` while that is unknown, and never under
+    ``min_effect``."""
+    return max(min_effect, UNKNOWN_RUN_NOISE_FLOOR if run_noise is None else noise_k * run_noise)
+
+
 def compare(base: list[float], head: list[float], *, higher_is_better: bool = False,
             alpha: float = DEFAULT_ALPHA, min_effect: float = 0.05, noise_k: float = 3.0,
             same_process: bool = False, run_noise: float | None = None,
@@ -109,9 +116,7 @@ def compare(base: list[float], head: list[float], *, higher_is_better: bool = Fa
     ratios = bootstrap_medians(b, BOOTSTRAP_RESAMPLES, rng) / bootstrap_medians(a, BOOTSTRAP_RESAMPLES, rng)
     # At the level the p-value decides at, so the interval shown is the one the verdict used.
     low, high = np.percentile(sign * (ratios - 1.0) * 100.0, [50 * alpha, 100 - 50 * alpha])
-    floor = min_effect
-    if not same_process:
-        floor = max(floor, UNKNOWN_RUN_NOISE_FLOOR if run_noise is None else noise_k * run_noise)
+    floor = min_effect if same_process else run_noise_floor(run_noise, min_effect, noise_k)
     threshold = max(floor, noise_k * max(robust_cv(a), robust_cv(b))) * 100.0
 
     direction: Literal["regression", "improvement", "none"]

@@ -158,7 +158,7 @@ def _adjacent(ordered: Sequence[Point], j: int, higher_is_better: bool, level_te
     # A median against a level of medians: the threshold is the spread of medians from run to run, not the two
     # commits' spread of samples. Two of five runs that a loaded host slowed by 80 % put the samples' threshold at
     # ±179 % and hid a 2x slowdown behind it, while the median of the five was not moved by them.
-    threshold = 100 * max(compare.UNKNOWN_RUN_NOISE_FLOOR if noise is None else 3 * noise, 0.05)
+    threshold = 100 * compare.run_noise_floor(noise)
     since = max((p for p in confirmed_at if p <= good.position), default=None)
     level_points = [p.median for p in ordered[:j] if since is None or p.position >= since]
     level = float(np.median(level_points[-LEVEL_POINTS:]))

@@ -25,8 +25,7 @@ def verdict(base: Sequence[float], head: Sequence[float], base_median: float, he
         raise ValueError(f"medians must be positive, got {base_median} and {head_median}")
     sign = -1.0 if higher_is_better else 1.0
     change = sign * (head_median / base_median - 1.0) * 100.0
-    floor = compare.UNKNOWN_RUN_NOISE_FLOOR if run_noise is None else noise_k * run_noise
-    threshold = max(min_effect, floor) * 100.0
+    threshold = compare.run_noise_floor(run_noise, min_effect, noise_k) * 100.0
     if compare.within(head_median / base_median, threshold):
         return compare.Verdict(change, change, change, 1.0, threshold, "none",
                                f"{change:+.1f}% is within the ±{threshold:.1f}% run-to-run threshold (medians only)")
