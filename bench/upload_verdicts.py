@@ -15,7 +15,9 @@ runs (the head's own left out, as a pull request's head has none):
   wrong for the others.
 
 It prints, per benchmark, the verdicts and the thresholds they were judged at, and how many
-uploads would have shown a false verdict on some benchmark.
+uploads would have shown a false verdict on some benchmark (a change called where there is none,
+or "none" where the branch is slower: a check gone green on a slowdown). *Inconclusive* is no
+false verdict: the upload says it cannot tell.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from roofwatch.service.analysis import compare, single_runs
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "gpu-h200" / "rmsnorm-ab-rounds.tgz"
 CHANGED = "8192x8192"  # the kernels the branch slows
+DIRECTIONS = ("regression", "improvement", "inconclusive", "none")
 
 
 @dataclass(frozen=True)
@@ -93,7 +96,7 @@ def replay(processes: list[Process]) -> tuple[dict[tuple[str, str], Tally], dict
                     tally.verdicts[verdict.direction] += 1
                     tally.thresholds.append(verdict.threshold_pct)
                     right = "regression" if arm != "main vs main" and CHANGED in name else "none"
-                    wrong |= verdict.direction not in (right, "none")
+                    wrong |= verdict.direction not in (right, "inconclusive")
                 false_uploads += wrong
         uploads[arm] = (false_uploads, total)
     return tallies, uploads
@@ -101,23 +104,23 @@ def replay(processes: list[Process]) -> tuple[dict[tuple[str, str], Tally], dict
 
 def table(tallies: dict[tuple[str, str], Tally]) -> Table:
     out = Table(title="Uploads of single H200 processes: verdicts per benchmark (ordered pairs of processes)")
-    for column in ("arm", "benchmark", "expected", "regression", "improvement", "none", "threshold (median)"):
+    for column in ("arm", "benchmark", "expected", *DIRECTIONS, "threshold (median)"):
         out.add_column(column, justify="right" if column not in ("arm", "benchmark", "expected") else "left")
     for (arm, name), tally in tallies.items():
         expected = "regression" if arm != "main vs main" and CHANGED in name else "none"
         out.add_row(arm, name.removeprefix("test_rmsnorm[").removesuffix("]"), expected,
-                    *(str(tally.verdicts[d]) for d in ("regression", "improvement", "none")),
+                    *(str(tally.verdicts[d]) for d in DIRECTIONS),
                     f"±{np.median(tally.thresholds):.1f} %")
     return out
 
 
 def markdown(tallies: dict[tuple[str, str], Tally], uploads: dict[str, tuple[int, int]]) -> str:
-    lines = ["| arm | benchmark | expected | regression | improvement | none | threshold (median) |",
-             "|---|---|---|---:|---:|---:|---:|"]
+    lines = [f"| arm | benchmark | expected | {' | '.join(DIRECTIONS)} | threshold (median) |",
+             "|---|---|---|---:|---:|---:|---:|---:|"]
     for (arm, name), tally in tallies.items():
         expected = "regression" if arm != "main vs main" and CHANGED in name else "none"
         lines.append(f"| {arm} | {name.removeprefix('test_rmsnorm[').removesuffix(']')} | {expected} | "
-                     + " | ".join(str(tally.verdicts[d]) for d in ("regression", "improvement", "none"))
+                     + " | ".join(str(tally.verdicts[d]) for d in DIRECTIONS)
                      + f" | ±{np.median(tally.thresholds):.1f} % |")
     lines += ["", *(f"- {arm}: {bad} of {total} uploads show a false verdict on some benchmark"
                     for arm, (bad, total) in uploads.items())]

@@ -53,7 +53,7 @@ class Verdict:
     ci_high: float
     p_value: float
     threshold_pct: float  # the smallest change this comparison could report
-    direction: Literal["regression", "improvement", "none"]
+    direction: Literal["regression", "improvement", "none", "inconclusive"]  # inconclusive: single_runs only
     reason: str
 
 

@@ -179,7 +179,10 @@ def _missing_title(view: _View) -> str:
 
 def _inconclusive_title(view: _View) -> str:
     n = len(view.unsure)
-    title = f"inconclusive after {_count(view.rounds, 'round')}: {_count(n, 'benchmark')} too noisy to call"
+    if _uploaded(view):
+        title = f"inconclusive: {_count(n, 'benchmark')} too noisy to call from two single runs"
+    else:
+        title = f"inconclusive after {_count(view.rounds, 'round')}: {_count(n, 'benchmark')} too noisy to call"
     if view.faster:
         title += f" · {len(view.faster)} faster"
     return _clip(title, MAX_TITLE_CHARS)
@@ -224,7 +227,7 @@ def render_comment(report: ComparisonReport, context: ReportContext) -> str:
     if view.errored:
         return _join([MARKER, header, _errored(view), link])
     notice = _incomplete_notice(view) if view.incomplete else _quiet(view)
-    if view.report.get("purpose") == "upload":
+    if _uploaded(view):
         notice = _join([uploaded_notice(view), notice]).strip()
     notice = _join([_settings_notice(view), _environment_notice(view), notice]).strip()
     mde = _mde(view)
@@ -495,10 +498,15 @@ def _interactions(view: _View, budget: int) -> str:
 def _inconclusive(view: _View, budget: int) -> str:
     if not view.unsure:
         return ""
-    lines = [f"#### Inconclusive ({len(view.unsure)}): not a green check\n\n"
-             "roofwatch adds interleaved rounds while a benchmark is undecided, up to its round cap and time "
-             f"budget{_spent(view.report)}; after {_count(view.rounds, 'round')} these could neither be called a "
-             "change nor shown to lie within the change that counts. What would settle each:\n"]
+    if _uploaded(view):
+        lines = [f"#### Inconclusive ({len(view.unsure)}): not a green check\n\n"
+                 "Two single uploaded runs could neither call these a change nor show them to lie within the "
+                 "change that counts; interleaved rounds of both commits on one runner could. Why each:\n"]
+    else:
+        lines = [f"#### Inconclusive ({len(view.unsure)}): not a green check\n\n"
+                 "roofwatch adds interleaved rounds while a benchmark is undecided, up to its round cap and time "
+                 f"budget{_spent(view.report)}; after {_count(view.rounds, 'round')} these could neither be called "
+                 "a change nor shown to lie within the change that counts. What would settle each:\n"]
     for index, row in enumerate(view.unsure):
         line = f"- {_code(view.label(row))}: {_why_unsure(row)}"
         if _size(lines, "\n") + len(line) + 1 + MORE_RESERVE > budget:
@@ -523,16 +531,21 @@ def _spent(report: ComparisonReport) -> str:
     return f" ({spent:.0f} s spent)" if _finite(spent) else ""
 
 
+def _uploaded(view: _View) -> bool:
+    return view.report.get("purpose") == "upload"
+
+
 def uploaded_notice(view: _View) -> str:
     """Results from the team's own CI: two separate runs, so less is known than after an A/B."""
     return ("> **Uploaded, not re-measured.** Base and head are single runs from your CI, not interleaved "
             "rounds on one device, so the noise between runs is estimated from the series' history and "
-            "only changes beyond the threshold below are called; smaller ones cannot be told from noise.")
+            "only changes beyond the threshold below are called; a smaller move beyond the change that counts "
+            "is inconclusive, not \"no change\".")
 
 
 def _mde(view: _View) -> str:
     mde = view.report.get("mde_pct")
-    if view.report.get("purpose") == "upload" and _finite(mde):
+    if _uploaded(view) and _finite(mde):
         return f"Smallest change this comparison could call: **±{mde:.1f} %** (the largest threshold of any benchmark)."
     if _finite(mde):
         driver = view.report.get("mde_benchmark")

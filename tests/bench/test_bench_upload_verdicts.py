@@ -21,4 +21,9 @@ def test_every_ordered_pair_is_one_upload_judged_on_every_benchmark(shared_corpu
         assert sum(tally.verdicts.values()) == uploads[arm][1]
         assert min(tally.thresholds) >= 5.0  # never under min_effect
     # identical code on both sides: the unchanged looped kernels, one level in every process, are never called
-    assert tallies[("main vs main", "test_rmsnorm[forward-triton-4096x16384-bf16]")].verdicts["none"] == 56
+    looped = tallies[("main vs main", "test_rmsnorm[forward-triton-4096x16384-bf16]")].verdicts
+    assert looped["regression"] == looped["improvement"] == 0
+    # the 16 -> 4 warps slowdown of the backward kernel lies within the noise of single runs, and is said to:
+    # inconclusive, not "none" (all 64 uploads turned green on it while "none" stood for "within the noise")
+    slowed = tallies[("main vs fewer warps", "test_rmsnorm[backward-triton-8192x8192-bf16]")].verdicts
+    assert slowed["none"] <= 2 and slowed["inconclusive"] >= 60

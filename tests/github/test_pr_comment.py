@@ -238,10 +238,21 @@ def attributed() -> dict[str, Any]:
     return report(suite_of(48, changed), "regression")
 
 
+def uploaded_inconclusive() -> dict[str, Any]:
+    """Two single runs from the team's CI: a +38 % move inside the ±110 % their noise allows, said as undecided."""
+    reason = ("+38.2% is within the ±110.4% noise threshold, and its interval [+11.6, +61.0] reaches beyond the ±5% "
+              "that counts: two single runs cannot tell it from a change; an A/B of interleaved rounds can")
+    changed = {"test_rmsnorm[8192-bf16]": {**bench("test_rmsnorm[8192-bf16]", 38.2, direction="inconclusive",
+                                                   noise_pct=36.4, threshold_pct=110.4, mde_pct=110.4, rounds=0),
+                                           "reason": reason, "ci_low": 11.6, "ci_high": 61.0}}
+    data = report(suite_of(12, changed, threshold_pct=50.0, mde_pct=50.0, rounds=0), "inconclusive", rounds=0)
+    return {**data, "purpose": "upload", "mde_pct": 110.4}
+
+
 VARIANTS: dict[str, Callable[[], dict[str, Any]]] = {
     "no_change": no_change, "regressions": regressions, "improvements": improvements,
     "correctness_failure": correctness_failure, "grouped_failures": grouped_failures, "inconclusive": inconclusive, "errored": errored,
-    "missing_on_head": missing_on_head, "attributed": attributed,
+    "missing_on_head": missing_on_head, "attributed": attributed, "uploaded_inconclusive": uploaded_inconclusive,
 }
 
 
@@ -277,6 +288,7 @@ def test_rendering_is_deterministic() -> None:
     ("grouped_failures", "failure",
      "2 new test failures: correctness::suites.correctness.test_softmax::test_softmax (11 parametrizations) and 1 more"),
     ("inconclusive", "neutral", "inconclusive after 10 rounds: 3 benchmarks too noisy to call"),
+    ("uploaded_inconclusive", "neutral", "inconclusive: 1 benchmark too noisy to call from two single runs"),
     ("errored", "failure", "could not measure: base commit 9f8e7d6 does not exist in acme/kernels"),
     ("missing_on_head", "failure", "1 benchmark of the base missing on the head: test_rmsnorm[4096-bf16] "
                                    "(a maintainer accepts: /roofwatch accept)"),
