@@ -8,6 +8,7 @@ server on loopback, which checks every request against GitHub's REST description
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 import pytest
@@ -205,6 +206,52 @@ def test_uploads_are_stored_analysed_and_reported_on_the_pull_request(
     assert fake_github.statuses(REPO, legacy_repo["head"])[-1]["state"] == "success"
     (comment,) = fake_github.comments(REPO, 5)
     assert "accepted by `release manager (api-token)`" in comment["body"]
+    assert fake_github.violations == []
+
+
+def _with_samples(template: Path, dest: Path, samples: dict[str, list[float]]) -> Path:
+    """``template``'s pytest-benchmark file with only the benchmarks named, each holding these samples."""
+    data = json.loads(template.read_text())
+    kept = []
+    for bench in data["benchmarks"]:
+        if bench["name"] in samples:
+            values = samples[bench["name"]]
+            ordered = sorted(values)
+            bench["stats"].update(data=values, min=ordered[0], max=ordered[-1], median=statistics.median(values),
+                                  mean=statistics.fmean(values), rounds=len(values))
+            kept.append(bench)
+    data["benchmarks"] = kept
+    dest.write_text(json.dumps(data))
+    return dest
+
+
+def test_a_head_whose_own_samples_spread_wide_is_not_green(upload_client: TestClient, fake_github: FakeGitHub,
+                                                          legacy_repo: dict[str, str], shared_corpus: Path,
+                                                          tmp_path: Path) -> None:
+    # The head is twice as slow on one benchmark, and four of its ten runs slower still: their spread puts the
+    # noise threshold at about ±175 %. Within it, but far beyond the 5 % that counts, that is no "no change".
+    template = sorted((shared_corpus / "formats" / QUTIP).glob("*.json"))[0]
+    names = [b["name"] for b in json.loads(template.read_text())["benchmarks"]][:2]
+    steady = [0.020 * (1 + 0.004 * ((i * 7) % 5 - 2)) for i in range(10)]
+    slow = [2 * v for v in steady[:6]] + [3.6 * v for v in steady[6:]]
+    device = {"device_class": "NVIDIA H100 80GB HBM3"}
+    base = _with_samples(template, tmp_path / "base.json", {names[0]: steady, names[1]: steady})
+    head = _with_samples(template, tmp_path / "head.json", {names[0]: slow, names[1]: list(reversed(steady))})
+    assert _post(upload_client, base, commit=legacy_repo["base"], **device).status_code == 200
+    pr = _post(upload_client, head, commit=legacy_repo["head"], pr=7, base=legacy_repo["base"], **device)
+    assert pr.status_code == 200, pr.text
+    assert pr.json()["verdict"] == "inconclusive"
+    results = {r["benchmark"]: r for r in
+               upload_client.get(f"/api/comparisons/{pr.json()['comparison_id']}").json()["results"]}
+    assert results[names[0]]["direction"] == "inconclusive" and results[names[0]]["threshold_pct"] > 150
+    assert results[names[0]]["change_pct"] == pytest.approx(100, abs=5)
+    assert results[names[1]]["direction"] == "none"
+    assert embedded.REPORTS.drain(120), "the reports were not delivered"
+    (status,) = fake_github.statuses(REPO, legacy_repo["head"])
+    assert status["state"] == "pending"  # neutral: a commit status knows no grey, and never green
+    (comment,) = fake_github.comments(REPO, 7)
+    assert "Inconclusive (1): not a green check" in comment["body"]
+    assert "two single runs cannot tell it from a change" in comment["body"]
     assert fake_github.violations == []
 
 
