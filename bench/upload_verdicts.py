@@ -66,6 +66,11 @@ def load(path: Path) -> list[Process]:
     return sorted(processes, key=lambda p: (p.side, p.index))
 
 
+def expected(arm: str, name: str) -> str:
+    """The right verdict of one upload of ``arm`` on benchmark ``name``."""
+    return "regression" if arm != "main vs main" and CHANGED in name else "none"
+
+
 @dataclass
 class Tally:
     verdicts: Counter[str]
@@ -95,11 +100,14 @@ def replay(processes: list[Process]) -> tuple[dict[tuple[str, str], Tally], dict
                     tally = tallies.setdefault((arm, name), Tally(Counter(), []))
                     tally.verdicts[verdict.direction] += 1
                     tally.thresholds.append(verdict.threshold_pct)
-                    right = "regression" if arm != "main vs main" and CHANGED in name else "none"
-                    wrong |= verdict.direction not in (right, "inconclusive")
+                    wrong |= verdict.direction not in (expected(arm, name), "inconclusive")
                 false_uploads += wrong
         uploads[arm] = (false_uploads, total)
     return tallies, uploads
+
+
+def _short(name: str) -> str:
+    return name.removeprefix("test_rmsnorm[").removesuffix("]")
 
 
 def table(tallies: dict[tuple[str, str], Tally]) -> Table:
@@ -107,8 +115,7 @@ def table(tallies: dict[tuple[str, str], Tally]) -> Table:
     for column in ("arm", "benchmark", "expected", *DIRECTIONS, "threshold (median)"):
         out.add_column(column, justify="right" if column not in ("arm", "benchmark", "expected") else "left")
     for (arm, name), tally in tallies.items():
-        expected = "regression" if arm != "main vs main" and CHANGED in name else "none"
-        out.add_row(arm, name.removeprefix("test_rmsnorm[").removesuffix("]"), expected,
+        out.add_row(arm, _short(name), expected(arm, name),
                     *(str(tally.verdicts[d]) for d in DIRECTIONS),
                     f"±{np.median(tally.thresholds):.1f} %")
     return out
@@ -118,8 +125,7 @@ def markdown(tallies: dict[tuple[str, str], Tally], uploads: dict[str, tuple[int
     lines = [f"| arm | benchmark | expected | {' | '.join(DIRECTIONS)} | threshold (median) |",
              "|---|---|---|---:|---:|---:|---:|---:|"]
     for (arm, name), tally in tallies.items():
-        expected = "regression" if arm != "main vs main" and CHANGED in name else "none"
-        lines.append(f"| {arm} | {name.removeprefix('test_rmsnorm[').removesuffix(']')} | {expected} | "
+        lines.append(f"| {arm} | {_short(name)} | {expected(arm, name)} | "
                      + " | ".join(str(tally.verdicts[d]) for d in DIRECTIONS)
                      + f" | ±{np.median(tally.thresholds):.1f} % |")
     lines += ["", *(f"- {arm}: {bad} of {total} uploads show a false verdict on some benchmark"
