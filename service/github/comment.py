@@ -508,7 +508,7 @@ def _inconclusive(view: _View, budget: int) -> str:
                  f"budget{_spent(view.report)}; after {_count(view.rounds, 'round')} these could neither be called "
                  "a change nor shown to lie within the change that counts. What would settle each:\n"]
     for index, row in enumerate(view.unsure):
-        line = f"- {_code(view.label(row))}: {_why_unsure(row)}"
+        line = f"- {_code(view.label(row))}: {_why_unsure(row, _uploaded(view))}"
         if _size(lines, "\n") + len(line) + 1 + MORE_RESERVE > budget:
             lines.append("\n" + _more(len(view.unsure) - index, "benchmark"))
             break
@@ -519,8 +519,12 @@ def _inconclusive(view: _View, budget: int) -> str:
     return "\n".join(lines)
 
 
-def _why_unsure(row: BenchmarkVerdictRow) -> str:
+def _why_unsure(row: BenchmarkVerdictRow, uploaded: bool = False) -> str:
     reason = _one_line(str(row.get("reason") or f"fewer than {MIN_ROUNDS} paired rounds"))
+    if uploaded:
+        # an upload stores the series' run-to-run spread as its noise, 0 while too few earlier uploads exist
+        noise = row.get("noise_pct")
+        return f"{reason} (run-to-run noise {_plain_pct(noise) if noise else 'not yet known'})"
     return f"{reason} (noise {_plain_pct(row.get('noise_pct'))} per process)"
 
 

@@ -252,6 +252,9 @@ def test_a_head_whose_own_samples_spread_wide_is_not_green(upload_client: TestCl
     (comment,) = fake_github.comments(REPO, 7)
     assert "Inconclusive (1): not a green check" in comment["body"]
     assert "two single runs cannot tell it from a change" in comment["body"]
+    assert "(run-to-run noise not yet known)" in comment["body"]  # one earlier upload: no spread to read
+    page = upload_client.get(f"/compare/{pr.json()['comparison_id']}")
+    assert page.status_code == 200 and "inconclusive" in page.text
     assert fake_github.violations == []
 
 
