@@ -84,19 +84,22 @@ def replay(processes: list[Process]) -> tuple[dict[tuple[str, str], Tally], dict
     names = sorted(main[0].samples)
     tallies: dict[tuple[str, str], Tally] = {}
     uploads: dict[str, tuple[int, int]] = {}
+    medians = {(p.side, p.index, name): float(np.median(p.samples[name])) for p in processes for name in names}
     for arm, heads in (("main vs main", main), ("main vs fewer warps", branch)):
         false_uploads = total = 0
-        for base in main:
-            for head in heads:
+        for head in heads:
+            # the history an upload of this head is judged against: main's runs but the head's own
+            noise = {name: compare.run_to_run_noise([medians[(p.side, p.index, name)] for p in main if p is not head])
+                     for name in names}
+            for base in main:
                 if head is base:
                     continue
                 total += 1
                 wrong = False
                 for name in names:
-                    history = [float(np.median(p.samples[name])) for p in main if p is not head]
                     verdict = single_runs.verdict(
-                        base.samples[name], head.samples[name], float(np.median(base.samples[name])),
-                        float(np.median(head.samples[name])), run_noise=compare.run_to_run_noise(history))
+                        base.samples[name], head.samples[name], medians[(base.side, base.index, name)],
+                        medians[(head.side, head.index, name)], run_noise=noise[name])
                     tally = tallies.setdefault((arm, name), Tally(Counter(), []))
                     tally.verdicts[verdict.direction] += 1
                     tally.thresholds.append(verdict.threshold_pct)

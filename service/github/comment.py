@@ -498,17 +498,17 @@ def _interactions(view: _View, budget: int) -> str:
 def _inconclusive(view: _View, budget: int) -> str:
     if not view.unsure:
         return ""
-    if _uploaded(view):
-        lines = [f"#### Inconclusive ({len(view.unsure)}): not a green check\n\n"
-                 "Two single uploaded runs could neither call these a change nor show them to lie within the "
-                 "change that counts; interleaved rounds of both commits on one runner could. Why each:\n"]
+    uploaded = _uploaded(view)
+    if uploaded:
+        why = ("Two single uploaded runs could neither call these a change nor show them to lie within the "
+               "change that counts; interleaved rounds of both commits on one runner could. Why each:\n")
     else:
-        lines = [f"#### Inconclusive ({len(view.unsure)}): not a green check\n\n"
-                 "roofwatch adds interleaved rounds while a benchmark is undecided, up to its round cap and time "
-                 f"budget{_spent(view.report)}; after {_count(view.rounds, 'round')} these could neither be called "
-                 "a change nor shown to lie within the change that counts. What would settle each:\n"]
+        why = ("roofwatch adds interleaved rounds while a benchmark is undecided, up to its round cap and time "
+               f"budget{_spent(view.report)}; after {_count(view.rounds, 'round')} these could neither be called "
+               "a change nor shown to lie within the change that counts. What would settle each:\n")
+    lines = [f"#### Inconclusive ({len(view.unsure)}): not a green check\n\n{why}"]
     for index, row in enumerate(view.unsure):
-        line = f"- {_code(view.label(row))}: {_why_unsure(row, _uploaded(view))}"
+        line = f"- {_code(view.label(row))}: {_why_unsure(row, uploaded)}"
         if _size(lines, "\n") + len(line) + 1 + MORE_RESERVE > budget:
             lines.append("\n" + _more(len(view.unsure) - index, "benchmark"))
             break
