@@ -1,9 +1,10 @@
 """Acceptance run: roofwatch and the peers on ``histories`` (fixed step sizes, five noise kinds).
 
     python -m bench.changepoints [--seeds 300,301,302 | 300-319] [--per-cell 20] [--detectors a,b,...]
-                                 [--jobs J] [--markdown FILE] [--misses FILE] [--tolerance T]
+                                 [--jobs J] [--markdown FILE] [--misses FILE] [--tolerance T] [--scanning M,...]
 
-Prints, for every detector side by side and beside the true-model oracle (``ceiling.py``): recall
+Prints, for every detector side by side and beside the true-model oracles (``ceiling.py``, and the
+scanning oracle of ``scanning.py``, told the noise but not the steps, scored as a detector): recall
 per noise kind × step size and per noise level, F1 and false alarms per kind, the overall scores,
 F1 on the location changes beside the oracle's, and roofwatch's goals (met or not), each recall
 goal a share of the oracle's recall on the same steps. roofwatch's parameters are chosen on
@@ -23,10 +24,10 @@ from dataclasses import asdict, dataclass, fields
 
 from rich.console import Console
 
-from bench.changepoints import ceiling, histories
+from bench.changepoints import ceiling, histories, scanning
 from bench.changepoints.histories import KINDS, NOISE_LEVELS, STEP_SIZES, Change, History
 from bench.changepoints.report import Table, fmt, print_rich, to_markdown
-from bench.changepoints.run import DETECTORS, Job, Results, run_all, usable_detectors
+from bench.changepoints.run import DETECTORS, Job, Outcome, Results, run_all, usable_detectors
 from bench.changepoints.score import DEFAULT_TOLERANCE, Score, aggregate, f1, found
 
 TUNING_SEEDS = range(0, 10)  # what roofwatch's parameters were chosen on: never reported
@@ -208,6 +209,9 @@ def _recall_rows(table: Table, head: Sequence[str], keys: Sequence[str], series:
                   new_section=i == 0)
 
 
+SCANNING_NOTE = ("scanning = told each history's noise model but not its steps: optimal partitioning under that "
+                 "density, its penalty per change calibrated to 0.05 false alarms per clean history of the kind "
+                 "(×m: m times that penalty), scored as any detector (scanning.py).")
 ORACLE_NOTE = ("true model = told each step exists and where its true neighbours are, the maximum-likelihood split "
                "under the noise that made the history; detecting = the same, counted only when its likelihood gain "
                "passes what clean histories of its kind pass at 0.05 false alarms per series (ceiling.py). share = "
@@ -215,7 +219,9 @@ ORACLE_NOTE = ("true model = told each step exists and where its true neighbours
 
 
 def tables(series: dict[str, History], detectors: Sequence[str], results: Results, tolerance: int,
-           seeds: Sequence[int], oracle: Oracle | None = None) -> list[Table]:
+           seeds: Sequence[int], oracle: Oracle | None = None, scanned: Sequence[str] = ()) -> list[Table]:
+    """Every table of the run; ``scanned`` names the scanning oracle's rows among ``detectors``, scored as they are
+    and set beside roofwatch's goals."""
     oracle = oracle or Oracle.of(series, tolerance)
     every = list(series)
     by_kind = {kind: [k for k in every if series[k].kind == kind] for kind in KINDS}
@@ -226,6 +232,8 @@ def tables(series: dict[str, History], detectors: Sequence[str], results: Result
         _recall_rows(recall, [kind], keys, series, results, detectors, oracle, tolerance)
     recall.notes.append("mix = a GPU-like bimodal series whose slow mode's share moved by 0.25-0.45, no mode moving.")
     recall.notes.append(ORACLE_NOTE)
+    if scanned:
+        recall.notes.append(SCANNING_NOTE)
 
     by_noise = Table(f"Recall per noise kind × noise level × step size (found/true, ±{tolerance} commits)",
                      ["kind", "noise", "step", *detectors, *oracle_columns])
@@ -273,36 +281,43 @@ def tables(series: dict[str, History], detectors: Sequence[str], results: Result
         "counts them.")
     tables_ = [recall, by_noise, per_kind, overall, ceiling_f1]
     if "roofwatch" in detectors:
-        tables_.append(goals(series, results, tolerance, oracle))
+        tables_.append(goals(series, results, tolerance, oracle, scanned))
     return tables_
 
 
-def measured(series: dict[str, History], results: Results, tolerance: int, oracle: Oracle) -> dict[str, float]:
-    """roofwatch's number for every goal."""
+def measured(series: dict[str, History], results: Results, tolerance: int, oracle: Oracle, name: str = "roofwatch"
+             ) -> dict[str, float]:
+    """``name``'s number for every goal."""
     every = list(series)
-    s = score(every, series, results, "roofwatch", tolerance)
-    alarms, _hit, clean = drift_alarms(every, series, results, "roofwatch")
+    s = score(every, series, results, name, tolerance)
+    alarms, _hit, clean = drift_alarms(every, series, results, name)
     out = {"F1": s.f1, "FA/clean": s.false_alarms_per_clean, "FA/clean drift": alarms / clean if clean else math.nan}
-    pooled = tally(every, series, results, "roofwatch", tolerance)
+    pooled = tally(every, series, results, name, tolerance)
     placed = oracle.placed(every)
     out |= {f"share {size}": share(pooled, placed, size) for size in POOLED_SHARE}
     for kind in KINDS:
         keys = [k for k in every if series[k].kind == kind]
-        mine, top = tally(keys, series, results, "roofwatch", tolerance), oracle.placed(keys)
+        mine, top = tally(keys, series, results, name, tolerance), oracle.placed(keys)
         out |= {f"share {kind} {size}": share(mine, top, size) for size in KIND_SHARE}
     return out
 
 
-def goals(series: dict[str, History], results: Results, tolerance: int, oracle: Oracle | None = None) -> Table:
+def goals(series: dict[str, History], results: Results, tolerance: int, oracle: Oracle | None = None,
+          beside: Sequence[str] = ()) -> Table:
+    """roofwatch against its goals, and the same numbers of the ``beside`` rows (the scanning oracle's)."""
     oracle = oracle or Oracle.of(series, tolerance)
     values = measured(series, results, tolerance, oracle)
-    table = Table("roofwatch against its goals", ["goal", "target", "measured", "met"])
+    others = [measured(series, results, tolerance, oracle, name) for name in beside]
+    table = Table("roofwatch against its goals", ["goal", "target", "measured", "met", *beside])
     for key, goal in GOALS.items():
         value = values[key]
         table.add(goal.name, goal.target, fmt(value), "yes" if goal.met(value) else "NO",
+                  *(f"{fmt(other[key])} {'yes' if goal.met(other[key]) else 'NO'}" for other in others),
                   new_section=key in (f"share {KINDS[0]} 2 %", "F1"))
     table.notes.append("Shares are of the true-model oracle's recall on the same steps (ceiling.py); the pooled shares "
                        "are judged on three fresh seeds, the per-kind ones on twenty or more.")
+    if beside:
+        table.notes.append(SCANNING_NOTE)
     return table
 
 
@@ -361,6 +376,41 @@ def parse_seeds(text: str) -> list[int]:
     return out
 
 
+def _multipliers(text: str) -> list[float]:
+    if text.strip().lower() == "none":
+        return []
+    try:
+        out = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers like 1,1.5 or 'none', got {text!r}") from None
+    if any(m <= 0 for m in out):
+        raise argparse.ArgumentTypeError("a penalty multiplier must be above 0")
+    return out
+
+
+def scanning_name(multiplier: float) -> str:
+    """The scanning oracle's row at ``multiplier`` × its calibrated penalty."""
+    return "scanning" if multiplier == 1.0 else f"scanning ×{multiplier:g}"
+
+
+def scan(series: dict[str, History], multipliers: Sequence[float], processes: int, calibration: int
+         ) -> tuple[Results, list[str]]:
+    """The scanning oracle's detections on every history at each multiplier, as results, and its rows' names."""
+    if not multipliers:
+        return {}, []
+    table = scanning.penalties(processes, calibration)
+    results: Results = {}
+    names = []
+    for multiplier in multipliers:
+        started = time.perf_counter()
+        found_ = scanning.detections(list(series.values()), table, multiplier, processes)
+        seconds = (time.perf_counter() - started) / len(series)
+        name = scanning_name(multiplier)
+        results |= {(name, key): Outcome(list(d), seconds) for key, d in zip(series, found_)}
+        names.append(name)
+    return results, names
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.changepoints", description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", default=",".join(map(str, REPORT_SEEDS)),
@@ -371,6 +421,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--tolerance", type=int, default=DEFAULT_TOLERANCE)
     parser.add_argument("--markdown", help="also write the tables as Markdown to this file")
+    parser.add_argument("--scanning", type=_multipliers, default=[1.0], metavar="M[,M...]",
+                        help="the scanning oracle's penalty multipliers (scanning.py), one row each; 1 is the "
+                             "false-alarm budget; 'none' leaves it out (default: 1)")
     parser.add_argument("--misses", help="also write roofwatch's missed steps as CSV to this file, those the "
                                          "true-model oracle places first")
     args = parser.parse_args(argv)
@@ -400,7 +453,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = run_all(detectors, [Job(k, h.values) for k, h in series.items()], args.jobs, console)
     with console.status("the true-model oracle"):
         oracle = Oracle.of(series, args.tolerance, args.jobs)
-    out = tables(series, detectors, results, args.tolerance, seeds, oracle)
+    with console.status("the scanning oracle: its penalties, then every history"):
+        scanned_results, scanned = scan(series, args.scanning, args.jobs, ceiling.CALIBRATION_SERIES)
+    results |= scanned_results
+    out = tables(series, [*detectors, *scanned], results, args.tolerance, seeds, oracle, scanned)
     for table in out:
         print_rich(console, table)
     errors = [(n, k, o.error) for (n, k), o in results.items() if o.error]

@@ -90,7 +90,7 @@ def _cell_thresholds(cell: tuple[str, float, int, int]) -> Thresholds:
     kind, noise, series, seed = cell
     gains: dict[str, list[float]] = {}
     for h in generator.clean_cell(kind, noise, series, seed):
-        split = likeliest_split(np.log(h.values), _model(h), 0, len(h.values), DETECT_MIN_SIDE)
+        split = likeliest_split(np.log(h.values), model_of(h), 0, len(h.values), DETECT_MIN_SIDE)
         gains.setdefault(h.detail, []).append(split.gain)
     return {(kind, detail, noise): float(np.quantile(g, 1.0 - FALSE_ALARMS)) for detail, g in gains.items()}
 
@@ -102,19 +102,21 @@ def detection_thresholds(processes: int = 1, series: int = CALIBRATION_SERIES, s
     per series."""
     cells = [(kind, noise, series, seed) for kind in generator.KINDS for noise in generator.NOISE_LEVELS]
     out: Thresholds = {}
-    for part in _map(_cell_thresholds, cells, processes):
+    for part in map_processes(_cell_thresholds, cells, processes):
         out |= part
     return out
 
 
-def _map(function: Callable[[T], R], items: Sequence[T], processes: int) -> list[R]:
+def map_processes(function: Callable[[T], R], items: Sequence[T], processes: int) -> list[R]:
+    """``function`` over ``items`` in order, in ``processes`` forked workers when more than one."""
     if processes <= 1:
         return [function(item) for item in items]
     with get_context("fork").Pool(processes) as pool:
         return pool.map(function, items, chunksize=1)
 
 
-def _model(history: History) -> generator.NoiseModel:
+def model_of(history: History) -> generator.NoiseModel:
+    """The noise model ``history`` was generated under, which only an oracle is told."""
     if history.model is None:
         raise ValueError("the true-model oracle needs the history's noise model")
     return history.model
@@ -135,7 +137,7 @@ class Verdict:
 def true_model(history: History, tolerance: int, thresholds: Thresholds) -> list[Verdict]:
     """The true-model oracle's verdict on every location change of ``history``."""
     x = np.log(history.values)
-    model = _model(history)
+    model = model_of(history)
     out = []
     for change, stretch in zip(history.changes, _stretches(history)):
         if stretch is None:
@@ -156,7 +158,7 @@ def verdicts(histories: Sequence[History], tolerance: int, processes: int = 1,
     """Per history, the true-model oracle's verdicts (thresholds calibrated first, on ``calibration`` clean
     histories per kind × noise level)."""
     thresholds = detection_thresholds(processes, calibration)
-    return _map(_verdicts, [(h, tolerance, thresholds) for h in histories], processes)
+    return map_processes(_verdicts, [(h, tolerance, thresholds) for h in histories], processes)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -72,8 +72,9 @@ def log_density(model: NoiseModel, residual: np.ndarray, index: np.ndarray) -> n
     return np.maximum(np.logaddexp.reduce(np.stack(np.broadcast_arrays(*parts)), axis=0), IMPOSSIBLE)
 
 
-def _best(table: np.ndarray) -> np.ndarray:
-    """Per column, the largest value of ``table`` (levels × splits), refined by a parabola through its neighbours."""
+def best_level(table: np.ndarray) -> np.ndarray:
+    """Per column of ``table`` (levels × stretches, log-likelihoods) its largest value, the profile likelihood,
+    refined by a parabola through its neighbours."""
     g = np.argmax(table, axis=0)
     cols = np.arange(table.shape[1])
     top = table[g, cols]
@@ -95,10 +96,10 @@ class Split:
     gain: float  # ℓ(k̂) − ℓ(no step), in nats
 
 
-def likeliest_split(log_values: np.ndarray, model: NoiseModel, lo: int, hi: int, min_side: int = 1) -> Split:
-    """The maximum-likelihood step in ``log_values[lo:hi]`` under ``model``, each side at least ``min_side`` commits."""
-    if hi - lo < 2 * min_side:
-        raise ValueError("the stretch is too short for a split")
+def profile(log_values: np.ndarray, model: NoiseModel, lo: int, hi: int) -> np.ndarray:
+    """Cumulative log-likelihood of ``log_values[lo:hi]`` under ``model`` at every level of the grid: row ``j``,
+    column ``i`` is Σ of the first ``i`` values' log-densities about level ``j`` (so ``hi - lo + 1`` columns, the
+    first all zero). Any stretch's profile likelihood is then the ``best_level`` of a difference of two columns."""
     index = np.arange(lo, hi)
     z = log_values[lo:hi] - (model.trend[lo:hi] if len(model.trend) else 0.0)
     h = model.sigma / TABLE_STEPS  # the density table's step; levels are TABLE_STEPS of them apart, a scale
@@ -123,11 +124,18 @@ def likeliest_split(log_values: np.ndarray, model: NoiseModel, lo: int, hi: int,
             density[at + frac < -first] = IMPOSSIBLE  # below the edge: not a blend of its two nodes
     else:
         density = log_density(model, z[None, :] - levels[:, None], index)
-    prefix = np.concatenate([np.zeros((len(levels), 1)), np.cumsum(density, axis=1)], axis=1)
+    return np.concatenate([np.zeros((len(levels), 1)), np.cumsum(density, axis=1)], axis=1)
+
+
+def likeliest_split(log_values: np.ndarray, model: NoiseModel, lo: int, hi: int, min_side: int = 1) -> Split:
+    """The maximum-likelihood step in ``log_values[lo:hi]`` under ``model``, each side at least ``min_side`` commits."""
+    if hi - lo < 2 * min_side:
+        raise ValueError("the stretch is too short for a split")
+    prefix = profile(log_values, model, lo, hi)
     splits = np.arange(min_side, hi - lo - min_side + 1)
-    left = _best(prefix[:, splits])
-    right = _best(prefix[:, -1:] - prefix[:, splits])
+    left = best_level(prefix[:, splits])
+    right = best_level(prefix[:, -1:] - prefix[:, splits])
     total = left + right
     best = int(np.argmax(total))
-    none = float(_best(prefix[:, -1:])[0])
+    none = float(best_level(prefix[:, -1:])[0])
     return Split(lo + int(splits[best]), float(total[best]) - none)

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.changepoints import acceptance, ceiling, generator, histories, host, likelihood, peers, real, run
+from bench.changepoints import acceptance, ceiling, generator, histories, host, likelihood, peers, real, run, scanning
 from bench.changepoints.score import aggregate, found, match
 
 # --- score ------------------------------------------------------------------------------------------
@@ -286,6 +286,72 @@ def test_the_detecting_oracle_spends_its_false_alarms_on_clean_histories() -> No
     assert {(k, n) for k, _d, n in thresholds} == {(k, n) for k in histories.KINDS for n in histories.NOISE_LEVELS}
     # a clean gaussian history's largest gain is about half a chi-square's maximum over splits: a few nats
     assert 2.0 < thresholds[("gaussian", "normal", 0.01)] < 8.0
+
+
+# --- the scanning oracle: told the noise, not the steps ----------------------------------------------
+
+def _steps(levels: list[tuple[int, float]], sigma: float, seed: int) -> np.ndarray:
+    """Log-values: ``(length, level)`` stretches one after another, gaussian noise of ``sigma``."""
+    x = np.concatenate([np.full(length, level) for length, level in levels])
+    return x + np.random.default_rng(seed).normal(0.0, sigma, len(x))
+
+
+def test_optimal_partitioning_finds_each_step_and_pays_a_penalty_per_change() -> None:
+    model = histories.NoiseModel("normal", 0.01)
+    x = _steps([(40, 0.0), (30, 0.1), (50, 0.03)], 0.01, 1)  # +10 σ, then -7 σ (a bump no single split shows whole)
+    likelihoods = scanning.stretch_likelihoods(x, model)
+    assert scanning.partition(likelihoods, 10.0) == [40, 70]
+    assert scanning.partition(likelihoods, 1e6) == []  # no gain pays so high a penalty
+    every = scanning.partition(likelihoods, 0.0)  # free changes: as many as segments of MIN_SIDE allow, no fewer
+    assert len(every) > 10 and min(np.diff([0, *every, len(x)])) >= scanning.MIN_SIDE
+
+
+def test_the_best_single_change_gains_what_the_likeliest_split_gains() -> None:
+    for model, x in [(histories.NoiseModel("normal", 0.01), _steps([(30, 0.0), (30, 0.02)], 0.01, 2)),
+                     (histories.NoiseModel("t", 0.01, df=3.0), _steps([(25, 0.0), (35, -0.015)], 0.01, 3))]:
+        gains = scanning.gains_by_count(scanning.stretch_likelihoods(x, model), 3)
+        split = likelihood.likeliest_split(x, model, 0, len(x), scanning.MIN_SIDE)
+        assert gains[0] == 0.0 and gains[1] == pytest.approx(split.gain, abs=1e-6)
+        assert np.all(np.diff(gains) >= -1e-9)  # another change never lowers the best likelihood
+
+
+@pytest.mark.parametrize(("gains", "penalty", "changes"), [
+    ([0.0, 5.0, 12.0, 13.0, 13.5], 4.0, 2),  # 0, 1, 4, 1, -2.5
+    ([0.0, 5.0, 12.0, 13.0, 13.5], 6.5, 0),  # the pair's 12 is under 13: nothing pays
+    ([0.0, 5.0, 12.0, 13.0, 13.5], 0.1, 4),
+    ([0.0, 9.0, 10.0, -np.inf, -np.inf], 8.0, 1),  # no segmentation with three changes: never chosen
+])
+def test_the_count_of_changes_at_a_penalty(gains: list[float], penalty: float, changes: int) -> None:
+    assert scanning.changes_at(np.array(gains), penalty) == changes
+
+
+def test_the_penalty_is_the_smallest_that_spends_the_false_alarm_budget() -> None:
+    # ten change-free histories: one gains 8 nats from a change, the rest 1. Below 8 every tenth history has a
+    # change (0.1 per history, over a budget of 0.05); from 8 on, none has
+    gains = np.array([[0.0, 8.0, 8.5], *[[0.0, 1.0, 1.5]] * 9])
+    assert scanning.calibrate(gains, 0.05) == pytest.approx(8.0, abs=2 * scanning.PENALTY_TOLERANCE)
+    assert scanning.calibrate(gains, 0.1) == pytest.approx(1.0, abs=2 * scanning.PENALTY_TOLERANCE)
+    assert scanning.changes_at(gains, scanning.calibrate(gains, 0.05)).mean() <= 0.05
+
+
+def test_the_acceptance_run_scores_the_scanning_oracle_as_a_detector_beside_the_goals() -> None:
+    series = acceptance.generate([7], per_cell=2)
+    results = {("roofwatch", key): run.Outcome(list(h.indexes), 0.0) for key, h in series.items()}
+    scanned, names = acceptance.scan(series, [1.0, 1.5], 2, calibration=12)
+    assert names == ["scanning", "scanning ×1.5"] and set(scanned) == {(n, k) for n in names for k in series}
+    # a stricter penalty never reports more changes
+    assert all(len(scanned[("scanning ×1.5", k)].detections) <= len(scanned[("scanning", k)].detections)
+               for k in series)
+    big = [(k, c.index) for k, h in series.items() for c in h.changes if abs(c.size) >= 0.2 and h.noise == 0.003]
+    assert big and all(any(abs(d - i) <= 3 for d in scanned[("scanning", k)].detections) for k, i in big)
+    out = {t.title: t for t in acceptance.tables(series, ["roofwatch", *names], results | scanned, 3, [7],
+                                                 _oracle(series), names)}
+    goals = out["roofwatch against its goals"]
+    assert goals.columns[-2:] == names and all(len(row) == len(goals.columns) for row in goals.rows)
+    assert acceptance.parse_args(["--scanning", "none"]).scanning == []
+    assert acceptance.parse_args(["--scanning", "1,1.5"]).scanning == [1.0, 1.5]
+    with pytest.raises(SystemExit):
+        acceptance.parse_args(["--scanning", "0"])
 
 
 @pytest.mark.parametrize(("values", "split"), [
