@@ -399,16 +399,12 @@ def scan(series: dict[str, History], multipliers: Sequence[float], processes: in
     if not multipliers:
         return {}, []
     table = scanning.penalties(processes, calibration)
-    results: Results = {}
-    names = []
-    for multiplier in multipliers:
-        started = time.perf_counter()
-        found_ = scanning.detections(list(series.values()), table, multiplier, processes)
-        seconds = (time.perf_counter() - started) / len(series)
-        name = scanning_name(multiplier)
-        results |= {(name, key): Outcome(list(d), seconds) for key, d in zip(series, found_)}
-        names.append(name)
-    return results, names
+    started = time.perf_counter()
+    found_ = scanning.detections(list(series.values()), table, multipliers, processes)
+    seconds = (time.perf_counter() - started) / len(series)  # per history, for all the rows together
+    names = [scanning_name(m) for m in multipliers]
+    return {(name, key): Outcome(at[i], seconds) for key, at in zip(series, found_)
+            for i, name in enumerate(names)}, names
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -116,20 +116,22 @@ def penalties(processes: int = 1, series: int = CALIBRATION_SERIES, seed: int = 
     return out
 
 
-def detect(history: History, penalty: float) -> list[int]:
-    """The changes optimal partitioning finds in ``history`` under its true noise model at ``penalty``."""
-    return partition(stretch_likelihoods(np.log(history.values), model_of(history)), penalty)
+def detect(history: History, penalties_: Sequence[float]) -> list[list[int]]:
+    """The changes optimal partitioning finds in ``history`` under its true noise model, at each of ``penalties_``
+    (the stretches' likelihoods, most of the work, read once)."""
+    likelihoods = stretch_likelihoods(np.log(history.values), model_of(history))
+    return [partition(likelihoods, penalty) for penalty in penalties_]
 
 
-def _detect(task: tuple[History, float]) -> list[int]:
+def _detect(task: tuple[History, list[float]]) -> list[list[int]]:
     return detect(*task)
 
 
-def detections(histories: Sequence[History], table: Penalties, multiplier: float = 1.0, processes: int = 1
-               ) -> list[list[int]]:
-    """Each history's changes, at its cell's penalty × ``multiplier``."""
+def detections(histories: Sequence[History], table: Penalties, multipliers: Sequence[float] = (1.0,),
+               processes: int = 1) -> list[list[list[int]]]:
+    """Each history's changes at its cell's penalty × each of ``multipliers``."""
     missing = {(h.kind, h.detail, h.noise) for h in histories} - set(table)
     if missing:
         raise ValueError(f"no penalty calibrated for {sorted(missing)}: calibrate on more change-free histories")
-    tasks = [(h, multiplier * table[(h.kind, h.detail, h.noise)]) for h in histories]
+    tasks = [(h, [m * table[(h.kind, h.detail, h.noise)] for m in multipliers]) for h in histories]
     return map_processes(_detect, tasks, processes)
