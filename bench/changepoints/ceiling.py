@@ -47,6 +47,7 @@ CALIBRATION_SEED = 1000  # clean histories for the thresholds: a stream no score
 CALIBRATION_SERIES = 600  # per kind × noise level, 150-300 per sub-kind
 T = TypeVar("T")
 R = TypeVar("R")
+K = TypeVar("K")
 DETECT_MIN_SIDE = 5  # commits each side of a split the detecting oracle tests (roofwatch's DEFAULT_MIN_SIZE)
 
 
@@ -100,9 +101,16 @@ def detection_thresholds(processes: int = 1, series: int = CALIBRATION_SERIES, s
                          ) -> Thresholds:
     """The likelihood gain that clean histories of each kind, sub-kind and noise level pass at ``FALSE_ALARMS``
     per series."""
+    return per_cell(_cell_thresholds, processes, series, seed)
+
+
+def per_cell(calibrate: Callable[[tuple[str, float, int, int]], dict[K, float]], processes: int, series: int,
+             seed: int) -> dict[K, float]:
+    """``calibrate`` on each kind × noise level cell (kind, noise level, ``series`` clean histories, ``seed``), its
+    parts merged into one table."""
     cells = [(kind, noise, series, seed) for kind in generator.KINDS for noise in generator.NOISE_LEVELS]
-    out: Thresholds = {}
-    for part in map_processes(_cell_thresholds, cells, processes):
+    out: dict[K, float] = {}
+    for part in map_processes(calibrate, cells, processes):
         out |= part
     return out
 

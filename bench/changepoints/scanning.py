@@ -26,11 +26,19 @@ from collections.abc import Sequence
 import numpy as np
 
 from bench.changepoints import histories as generator
-from bench.changepoints.ceiling import CALIBRATION_SEED, CALIBRATION_SERIES, FALSE_ALARMS, map_processes, model_of
+from bench.changepoints.ceiling import (
+    CALIBRATION_SEED,
+    CALIBRATION_SERIES,
+    DETECT_MIN_SIDE,
+    FALSE_ALARMS,
+    map_processes,
+    model_of,
+    per_cell,
+)
 from bench.changepoints.histories import History
 from bench.changepoints.likelihood import best_level, profile
 
-MIN_SIDE = 5  # commits of the shortest segment (roofwatch's DEFAULT_MIN_SIZE, the detecting oracle's DETECT_MIN_SIDE)
+MIN_SIDE = DETECT_MIN_SIDE  # commits of the shortest segment, as the detecting oracle's sides
 MAX_CHANGES = 4  # changes a change-free history's segmentations are read up to, when its penalty is calibrated
 PENALTY_TOLERANCE = 1e-3  # nats: the calibration's bisection stops this close to the penalty that spends the budget
 
@@ -109,11 +117,7 @@ def _cell_penalties(cell: tuple[str, float, int, int]) -> Penalties:
 
 def penalties(processes: int = 1, series: int = CALIBRATION_SERIES, seed: int = CALIBRATION_SEED) -> Penalties:
     """The penalty of each kind, sub-kind and noise level at ``FALSE_ALARMS`` per change-free history."""
-    cells = [(kind, noise, series, seed) for kind in generator.KINDS for noise in generator.NOISE_LEVELS]
-    out: Penalties = {}
-    for part in map_processes(_cell_penalties, cells, processes):
-        out |= part
-    return out
+    return per_cell(_cell_penalties, processes, series, seed)
 
 
 def detect(history: History, penalties_: Sequence[float]) -> list[list[int]]:
