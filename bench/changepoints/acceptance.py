@@ -2,9 +2,11 @@
 
     python -m bench.changepoints [--seeds 300,301,302 | 300-319] [--per-cell 20] [--detectors a,b,...]
                                  [--jobs J] [--markdown FILE] [--misses FILE] [--tolerance T] [--scanning M,...]
+                                 [--reading M,...]
 
 Prints, for every detector side by side and beside the true-model oracles (``ceiling.py``, and the
-scanning oracle of ``scanning.py``, told the noise but not the steps, scored as a detector): recall
+scanning oracle of ``scanning.py``, told the noise but not the steps, scored as a detector; with
+``--reading``, the same scanner under the noise it reads itself, ``reading.py``): recall
 per noise kind × step size and per noise level, F1 and false alarms per kind, the overall scores,
 F1 on the location changes beside the oracle's, and roofwatch's goals (met or not), each recall
 goal a share of the oracle's recall on the same steps. roofwatch's parameters are chosen on
@@ -19,12 +21,12 @@ import math
 import os
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 
 from rich.console import Console
 
-from bench.changepoints import ceiling, histories, scanning
+from bench.changepoints import ceiling, histories, reading, scanning
 from bench.changepoints.histories import KINDS, NOISE_LEVELS, STEP_SIZES, Change, History
 from bench.changepoints.report import Table, fmt, print_rich, to_markdown
 from bench.changepoints.run import DETECTORS, Job, Outcome, Results, run_all, usable_detectors
@@ -212,6 +214,9 @@ def _recall_rows(table: Table, head: Sequence[str], keys: Sequence[str], series:
 SCANNING_NOTE = ("scanning = told each history's noise model but not its steps: optimal partitioning under that "
                  "density, its penalty per change calibrated to 0.05 false alarms per clean history of the kind "
                  "(×m: m times that penalty), scored as any detector (scanning.py).")
+READING_NOTE = ("reading = the same scanner told nothing: under the noise model it reads from each history as roofwatch "
+                "reads it (its steps and drift, then episodes, modes, a floor or tails), its penalty calibrated per "
+                "reading to 0.05 false alarms per clean history (reading.py).")
 ORACLE_NOTE = ("true model = told each step exists and where its true neighbours are, the maximum-likelihood split "
                "under the noise that made the history; detecting = the same, counted only when its likelihood gain "
                "passes what clean histories of its kind pass at 0.05 false alarms per series (ceiling.py). share = "
@@ -220,8 +225,8 @@ ORACLE_NOTE = ("true model = told each step exists and where its true neighbours
 
 def tables(series: dict[str, History], detectors: Sequence[str], results: Results, tolerance: int,
            seeds: Sequence[int], oracle: Oracle | None = None, scanned: Sequence[str] = ()) -> list[Table]:
-    """Every table of the run; ``scanned`` names the scanning oracle's rows among ``detectors``, scored as they are
-    and set beside roofwatch's goals."""
+    """Every table of the run; ``scanned`` names the scanners' rows among ``detectors`` (the scanning oracle's, the
+    reading scanner's), scored as they are and set beside roofwatch's goals."""
     oracle = oracle or Oracle.of(series, tolerance)
     every = list(series)
     by_kind = {kind: [k for k in every if series[k].kind == kind] for kind in KINDS}
@@ -232,8 +237,10 @@ def tables(series: dict[str, History], detectors: Sequence[str], results: Result
         _recall_rows(recall, [kind], keys, series, results, detectors, oracle, tolerance)
     recall.notes.append("mix = a GPU-like bimodal series whose slow mode's share moved by 0.25-0.45, no mode moving.")
     recall.notes.append(ORACLE_NOTE)
-    if scanned:
+    if any(name.startswith("scanning") for name in scanned):
         recall.notes.append(SCANNING_NOTE)
+    if any(name.startswith("reading") for name in scanned):
+        recall.notes.append(READING_NOTE)
 
     by_noise = Table(f"Recall per noise kind × noise level × step size (found/true, ±{tolerance} commits)",
                      ["kind", "noise", "step", *detectors, *oracle_columns])
@@ -304,7 +311,7 @@ def measured(series: dict[str, History], results: Results, tolerance: int, oracl
 
 def goals(series: dict[str, History], results: Results, tolerance: int, oracle: Oracle | None = None,
           beside: Sequence[str] = ()) -> Table:
-    """roofwatch against its goals, and the same numbers of the ``beside`` rows (the scanning oracle's)."""
+    """roofwatch against its goals, and the same numbers of the ``beside`` rows (the scanners')."""
     oracle = oracle or Oracle.of(series, tolerance)
     values = measured(series, results, tolerance, oracle)
     others = [measured(series, results, tolerance, oracle, name) for name in beside]
@@ -316,8 +323,10 @@ def goals(series: dict[str, History], results: Results, tolerance: int, oracle: 
                   new_section=key in (f"share {KINDS[0]} 2 %", "F1"))
     table.notes.append("Shares are of the true-model oracle's recall on the same steps (ceiling.py); the pooled shares "
                        "are judged on three fresh seeds, the per-kind ones on twenty or more.")
-    if beside:
+    if any(name.startswith("scanning") for name in beside):
         table.notes.append(SCANNING_NOTE)
+    if any(name.startswith("reading") for name in beside):
+        table.notes.append(READING_NOTE)
     return table
 
 
@@ -393,18 +402,41 @@ def scanning_name(multiplier: float) -> str:
     return "scanning" if multiplier == 1.0 else f"scanning ×{multiplier:g}"
 
 
+def _timed_rows(series: dict[str, History], multipliers: Sequence[float], name: Callable[[float], str],
+                detect: Callable[[], list[list[list[int]]]]) -> tuple[Results, list[str]]:
+    """A scanner's detections (``detect``: per history, per multiplier) as results, one row per multiplier, and the
+    rows' names; each outcome carries the seconds per history of all the rows together."""
+    started = time.perf_counter()
+    found_ = detect()
+    seconds = (time.perf_counter() - started) / len(series)
+    names = [name(m) for m in multipliers]
+    return {(row, key): Outcome(at[i], seconds) for key, at in zip(series, found_)
+            for i, row in enumerate(names)}, names
+
+
 def scan(series: dict[str, History], multipliers: Sequence[float], processes: int, calibration: int
          ) -> tuple[Results, list[str]]:
     """The scanning oracle's detections on every history at each multiplier, as results, and its rows' names."""
     if not multipliers:
         return {}, []
     table = scanning.penalties(processes, calibration)
-    started = time.perf_counter()
-    found_ = scanning.detections(list(series.values()), table, multipliers, processes)
-    seconds = (time.perf_counter() - started) / len(series)  # per history, for all the rows together
-    names = [scanning_name(m) for m in multipliers]
-    return {(name, key): Outcome(at[i], seconds) for key, at in zip(series, found_)
-            for i, name in enumerate(names)}, names
+    return _timed_rows(series, multipliers, scanning_name,
+                       lambda: scanning.detections(list(series.values()), table, multipliers, processes))
+
+
+def reading_name(multiplier: float) -> str:
+    """The reading scanner's row at ``multiplier`` × its calibrated penalty."""
+    return "reading" if multiplier == 1.0 else f"reading ×{multiplier:g}"
+
+
+def read_scan(series: dict[str, History], multipliers: Sequence[float], processes: int, calibration: int
+              ) -> tuple[Results, list[str]]:
+    """The reading scanner's detections on every history at each multiplier, as results, and its rows' names."""
+    if not multipliers:
+        return {}, []
+    table, counts = reading.penalties(processes, calibration)
+    return _timed_rows(series, multipliers, reading_name,
+                       lambda: reading.detections(list(series.values()), table, counts, multipliers, processes))
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -420,6 +452,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--scanning", type=_multipliers, default=[1.0], metavar="M[,M...]",
                         help="the scanning oracle's penalty multipliers (scanning.py), one row each; 1 is the "
                              "false-alarm budget; 'none' leaves it out (default: 1)")
+    parser.add_argument("--reading", type=_multipliers, default=[], metavar="M[,M...]",
+                        help="the reading scanner's penalty multipliers (reading.py: the scanner under the noise it "
+                             "reads itself), one row each (default: none)")
     parser.add_argument("--misses", help="also write roofwatch's missed steps as CSV to this file, those the "
                                          "true-model oracle places first")
     args = parser.parse_args(argv)
@@ -452,7 +487,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     with console.status("the scanning oracle: its penalties, then every history"):
         scanned_results, scanned = scan(series, args.scanning, args.jobs, ceiling.CALIBRATION_SERIES)
     results |= scanned_results
-    out = tables(series, [*detectors, *scanned], results, args.tolerance, seeds, oracle, scanned)
+    with console.status("the reading scanner: its penalties, then every history"):
+        read_results, read_rows = read_scan(series, args.reading, args.jobs, ceiling.CALIBRATION_SERIES)
+    results |= read_results
+    beside = [*scanned, *read_rows]
+    out = tables(series, [*detectors, *beside], results, args.tolerance, seeds, oracle, beside)
     for table in out:
         print_rich(console, table)
     errors = [(n, k, o.error) for (n, k), o in results.items() if o.error]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import math
 import os
 import re
 import subprocess
@@ -14,7 +15,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.changepoints import acceptance, ceiling, generator, histories, host, likelihood, peers, real, run, scanning
+from bench.changepoints import (
+    acceptance,
+    ceiling,
+    generator,
+    histories,
+    host,
+    likelihood,
+    peers,
+    reading,
+    real,
+    run,
+    scanning,
+)
 from bench.changepoints.score import aggregate, found, match
 
 # --- score ------------------------------------------------------------------------------------------
@@ -252,6 +265,70 @@ def test_a_slowdown_band_convolved_with_jitter_is_the_closed_form(sigma: float, 
     numeric = np.mean(np.exp(-0.5 * ((at - np.log1p(u)) / sigma) ** 2) / (sigma * np.sqrt(2 * np.pi)))
     closed = float(np.exp(likelihood._log_band(np.array([at]), sigma, low, high))[0])
     assert closed == pytest.approx(numeric, rel=1e-3, abs=1e-300)
+
+
+# --- the reading scanner: told nothing, it reads the noise itself --------------------------------------
+
+def _read(kind: str, seed: int) -> np.ndarray:
+    """Log-values of 200 commits with a +5 % step at 100, under noise of ``kind``."""
+    rng = np.random.default_rng(seed)
+    n = 200
+    x = np.where(np.arange(n) >= 100, math.log(1.05), 0.0)
+    if kind == "normal":
+        return x + rng.normal(0.0, 0.01, n)
+    if kind == "episodes":  # a busy neighbour: two runs of slow commits, 30 % slower
+        busy = np.isin(np.arange(n), [30, 31, 32, 120, 121, 160])
+        return x + rng.normal(0.0, 0.003, n) + np.where(busy, math.log(1.3), 0.0)
+    if kind == "bimodal":  # an autotuner's two configurations, 8 % apart, the slow one in 40 % of the runs
+        return x + rng.normal(0.0, 0.005, n) + np.where(rng.random(n) < 0.4, math.log(1.08), 0.0)
+    return 0.04 * np.arange(n) / n + rng.normal(0.0, 0.003, n)  # drift: 4 % over the series, no step
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_reading_scanner_reads_each_density_from_the_series(seed: int) -> None:
+    model, name = reading.read(_read("normal", seed))
+    assert name == "normal" and model.sigma == pytest.approx(0.01, rel=0.15)
+    model, name = reading.read(_read("episodes", seed))
+    assert name == "episodes" and model.slow_band[0] <= 0.3 <= model.slow_band[1]
+    assert model.slow_share[0] == pytest.approx(6 / 200, abs=0.01)
+    model, name = reading.read(_read("bimodal", seed))
+    assert name == "bimodal" and model.slow_band[0] <= 0.08 <= model.slow_band[1]
+    assert model.slow_share[0] == pytest.approx(0.4, abs=0.1)
+    model, name = reading.read(_read("drift", seed))
+    assert name == "normal+drift" and np.ptp(model.trend) == pytest.approx(0.04, abs=0.005)
+
+
+def test_a_half_t_is_read_from_the_values_above_the_floor() -> None:
+    above = 0.01 * np.abs(np.random.default_rng(4).standard_t(3.0, 4000))
+    _ll, df, scale = reading._likeliest_t(above, float(np.median(above)) * reading.HALF_SCALES)
+    assert df in (2.5, 3.0, 4.0) and scale == pytest.approx(0.01, rel=0.15)
+
+
+@pytest.mark.parametrize(("reading_", "penalty"), [
+    ("normal", 6.0),
+    ("episodes", 9.0),
+    ("bimodal+drift", 9.0),  # seen on too few change-free histories: the largest penalty of the readings that were
+    ("t+drift", 9.0),  # never seen at all: the same
+])
+def test_a_reading_seen_too_rarely_takes_the_largest_penalty(reading_: str, penalty: float) -> None:
+    table = {"normal": 6.0, "episodes": 9.0, "bimodal+drift": 3.5}
+    counts = {"normal": 500, "episodes": reading.MIN_CALIBRATION, "bimodal+drift": reading.MIN_CALIBRATION - 1}
+    assert reading.penalty(table, counts, reading_) == penalty
+
+
+def test_the_acceptance_run_scores_the_reading_scanner_beside_the_goals() -> None:
+    series = acceptance.generate([7], per_cell=2)
+    results = {("roofwatch", key): run.Outcome(list(h.indexes), 0.0) for key, h in series.items()}
+    read, names = acceptance.read_scan(series, [1.0, 1.5], 2, calibration=12)
+    assert names == ["reading", "reading ×1.5"] and set(read) == {(n, k) for n in names for k in series}
+    assert all(len(read[("reading ×1.5", k)].detections) <= len(read[("reading", k)].detections) for k in series)
+    big = [(k, c.index) for k, h in series.items() for c in h.changes if abs(c.size) >= 0.1 and h.noise == 0.003]
+    assert big and all(any(abs(d - i) <= 3 for d in read[("reading", k)].detections) for k, i in big)
+    out = {t.title: t for t in acceptance.tables(series, ["roofwatch", *names], results | read, 3, [7],
+                                                 _oracle(series), names)}
+    assert out["roofwatch against its goals"].columns[-2:] == names
+    assert any("reading.py" in note for note in out["roofwatch against its goals"].notes)
+    assert acceptance.parse_args([]).reading == [] and acceptance.parse_args(["--reading", "1.25"]).reading == [1.25]
 
 
 @pytest.mark.parametrize(("values", "split"), [
