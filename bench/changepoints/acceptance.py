@@ -214,9 +214,9 @@ def _recall_rows(table: Table, head: Sequence[str], keys: Sequence[str], series:
 SCANNING_NOTE = ("scanning = told each history's noise model but not its steps: optimal partitioning under that "
                  "density, its penalty per change calibrated to 0.05 false alarms per clean history of the kind "
                  "(×m: m times that penalty), scored as any detector (scanning.py).")
-READING_NOTE = ("reading = the same scanner told nothing: under the noise model it reads from each history as roofwatch "
-                "reads it (its steps and drift, then episodes, modes, a floor or tails), its penalty calibrated per "
-                "reading to 0.05 false alarms per clean history (reading.py).")
+READING_NOTE = ("reading = the same scanner told nothing: under the noise model it reads from each history (roofwatch's "
+                "steps and drift, then the likeliest of a normal, a t, a half-t, episodes and two modes), its penalty "
+                "calibrated per reading to 0.05 false alarms per clean history (reading.py).")
 ORACLE_NOTE = ("true model = told each step exists and where its true neighbours are, the maximum-likelihood split "
                "under the noise that made the history; detecting = the same, counted only when its likelihood gain "
                "passes what clean histories of its kind pass at 0.05 false alarms per series (ceiling.py). share = "

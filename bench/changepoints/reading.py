@@ -4,16 +4,17 @@ The scanning oracle (``scanning.py``) is told each history's true noise density 
 detector is held to; roofwatch, which reads the noise from the series, does not. Whether the gap is in
 how roofwatch *finds* steps (candidates, local tests, growing) or in how it *reads* the noise is what
 this scanner measures: the same optimal partitioning (Jackson et al. 2005) over the same stretch
-likelihoods, under a model built only from what roofwatch's own readers see in the series:
+likelihoods, under a model built from the series alone, starting from roofwatch's own reading of it:
 
 1. **Steps and drift** — roofwatch's detected steps, and its drift choice (``drift.choose``) on the cleaned
    values with them; a chosen drift's curve, fitted beside the steps, is the model's trend.
-2. **Density** — in order: values further than ``OUTLIER`` noise deviations from their stretch's median
-   are episodes of a busy neighbour (or fast outliers): normal jitter and a slow (fast) band as wide as
-   they reach, at their share — unless the series reads as bimodal and its far values interleave; a
-   bimodal series (``noise.read_noise``) is normal jitter with the slow mode's share and band (its
-   offset ± ``BAND_SIGMAS`` of its spread); a floor with a slow tail (``noise.one_sided``) is a half-t;
-   otherwise a Student-t when it beats the normal by BIC (Schwarz 1978) on the stretches' residuals.
+2. **Density** — fitted to the residuals about each stretch's median: a normal; the likeliest Student-t
+   (``DEGREES`` × a grid of scales); the likeliest half-t of the values above each stretch's floor; where
+   values lie further than ``OUTLIER`` noise deviations, a busy neighbour's episodes (normal jitter and a
+   slow or fast band as wide as they reach, at their share); where ``noise.read_noise`` reads two modes,
+   normal jitter with the slow mode's share and a band of its offset ± ``BAND_SIGMAS`` of its spread.
+   The reading is the one of these with the best BIC (Schwarz 1978) of the series' profile likelihood at
+   roofwatch's steps, the very likelihood the scanner then maximises.
 
 Its penalty per change is calibrated as the scanning oracle's is, on change-free histories of
 ``ceiling.CALIBRATION_SEED``'s stream, to ``ceiling.FALSE_ALARMS`` detections per history — but per
@@ -35,15 +36,15 @@ from scipy import stats
 from bench.changepoints import histories as generator
 from bench.changepoints.ceiling import CALIBRATION_SEED, CALIBRATION_SERIES, FALSE_ALARMS, map_processes
 from bench.changepoints.histories import History, NoiseModel
+from bench.changepoints.likelihood import best_level, profile
 from bench.changepoints.scanning import calibrate, gains_by_count, partition, stretch_likelihoods
 from roofwatch.service.analysis import drift
 from roofwatch.service.analysis.changepoints import detect as roofwatch_detect
-from roofwatch.service.analysis.noise import clean, one_sided, read_noise, robust_sigma
+from roofwatch.service.analysis.noise import clean, read_noise, robust_sigma
 
 OUTLIER = 5.0  # noise deviations from a stretch's median: a normal series of 200 commits has one this far in 10⁴
 BAND_SIGMAS = 2.0  # a bimodal series' slow band: the slow mode's offset ± this many of its spread
 BAND_MARGIN = 0.25  # an episode band reaches this much beyond its smallest and largest episode, relatively
-EPISODE_RUNS = 0.3  # share of far values next to another far one over which a bimodal series' far values are episodes
 DEGREES = (2.5, 3.0, 4.0, 6.0, 10.0)  # of freedom a Student-t or half-t reading is chosen from
 SCALES = np.geomspace(0.5, 2.0, 25)  # × a first guess of the scale, the t scales tried
 HALF_SCALES = np.geomspace(0.3, 3.0, 31)  # × the median of the values above their stretch's floor, the half-t scales
@@ -93,6 +94,12 @@ def _likeliest_t(values: np.ndarray, scales: np.ndarray) -> tuple[float, float, 
     return best
 
 
+def _profile_likelihood(x: np.ndarray, model: NoiseModel, stretches: list[tuple[int, int]]) -> float:
+    """The log-likelihood of ``x`` under ``model``, each stretch at its likeliest level: what the scanner maximises."""
+    prefix = profile(x, model, 0, len(x))
+    return float(sum(best_level(prefix[:, [end]] - prefix[:, [start]])[0] for start, end in stretches))
+
+
 def read(log_values: np.ndarray) -> tuple[NoiseModel, str]:
     """The noise model read from ``log_values``, and the reading's name (its density, "+drift" with a trend)."""
     x = np.asarray(log_values, dtype=float)
@@ -101,36 +108,35 @@ def read(log_values: np.ndarray) -> tuple[NoiseModel, str]:
     trend = _trend(x, steps)
     z = x - trend if len(trend) else x
     drifting = "+drift" if len(trend) else ""
-    noise = read_noise(z, MIN_SIZE, steps)
     stretches = _stretches(n, steps)
     residual = np.concatenate([z[s:e] - np.median(z[s:e]) for s, e in stretches])
+    # each density fitted to the residuals, with its number of parameters (a searched one counts as a second)
+    readings: list[tuple[str, NoiseModel, int]] = [
+        ("normal", NoiseModel("normal", max(float(np.std(residual)), 1e-12), trend=trend), 1)]
+    _ll, df, scale = _likeliest_t(residual, max(robust_sigma(residual), 1e-12) * SCALES)
+    readings.append(("t", NoiseModel("t", scale, df=df, trend=trend), 3))
+    above = np.concatenate([z[s:e] - z[s:e].min() for s, e in stretches])
+    above = above[above > 0]
+    _ll, df, scale = _likeliest_t(above, max(float(np.median(above)), 1e-12) * HALF_SCALES)
+    readings.append(("half-t", NoiseModel("half-t", scale, df=df, trend=trend), 3))
     sigma = max(robust_sigma(z), 1e-12)
     slow, fast = residual > OUTLIER * sigma, residual < -OUTLIER * sigma
-    # a process's modes interleave; a busy neighbour's slow runs sit together
-    episodes = np.flatnonzero(slow)
-    together = len(episodes) >= 2 and float(np.mean(np.diff(episodes) == 1)) > EPISODE_RUNS
-    if (slow.any() or fast.any()) and (not noise.bimodal or together):
+    if slow.any() or fast.any():
         slow_band = _band(np.expm1(residual[slow])) if slow.any() else (0.0, 0.0)
         fast_band = _band(-np.expm1(residual[fast])) if fast.any() else (0.0, 0.0)
-        return NoiseModel("normal", sigma, slow_share=np.full(n, max(float(slow.mean()), 1 / n)) if slow.any()
-                          else np.zeros(0), slow_band=slow_band, fast_share=max(float(fast.mean()), 1 / n) if fast.any()
-                          else 0.0, fast_band=(fast_band[0], min(fast_band[1], 0.9)), trend=trend), "episodes" + drifting
+        readings.append(("episodes", NoiseModel(
+            "normal", sigma, slow_share=np.full(n, max(float(slow.mean()), 1 / n)) if slow.any() else np.zeros(0),
+            slow_band=slow_band, fast_share=max(float(fast.mean()), 1 / n) if fast.any() else 0.0,
+            fast_band=(fast_band[0], min(fast_band[1], 0.9)), trend=trend), 1 + 3 * int(slow.any()) + 3 * int(fast.any())))
+    noise = read_noise(z, MIN_SIZE, steps)
     if noise.bimodal:
         low = max(noise.offset - BAND_SIGMAS * noise.slow_sigma, 0.0)
         high = noise.offset + BAND_SIGMAS * noise.slow_sigma
-        return NoiseModel("normal", noise.sigma, slow_share=np.full(n, float(noise.slow.mean())),
-                          slow_band=(math.expm1(low), math.expm1(high)), trend=trend), "bimodal" + drifting
-    if one_sided(z, [0, *steps, n]):
-        above = np.concatenate([z[s:e] - z[s:e].min() for s, e in stretches])
-        above = above[above > 0]
-        _ll, df, scale = _likeliest_t(above, max(float(np.median(above)), 1e-12) * HALF_SCALES)
-        return NoiseModel("half-t", scale, df=df, trend=trend), "half-t" + drifting
-    spread = max(float(np.std(residual)), 1e-12)
-    normal = float(np.sum(stats.norm.logpdf(residual, scale=spread)))
-    t_ll, df, scale = _likeliest_t(residual, max(robust_sigma(residual), 1e-12) * SCALES)
-    if t_ll > normal + 2 * math.log(n):  # two more parameters (degrees of freedom, searched) must pay on BIC
-        return NoiseModel("t", scale, df=df, trend=trend), "t" + drifting
-    return NoiseModel("normal", spread, trend=trend), "normal" + drifting
+        readings.append(("bimodal", NoiseModel("normal", noise.sigma, slow_share=np.full(n, float(noise.slow.mean())),
+                                               slow_band=(math.expm1(low), math.expm1(high)), trend=trend), 4))
+    name, model, _parameters = max(
+        readings, key=lambda r: _profile_likelihood(x, r[1], stretches) - r[2] * math.log(n) / 2)  # BIC
+    return model, name + drifting
 
 
 def _cell_gains(cell: tuple[str, float, int, int]) -> list[tuple[str, np.ndarray]]:

@@ -281,6 +281,10 @@ def _read(kind: str, seed: int) -> np.ndarray:
         return x + rng.normal(0.0, 0.003, n) + np.where(busy, math.log(1.3), 0.0)
     if kind == "bimodal":  # an autotuner's two configurations, 8 % apart, the slow one in 40 % of the runs
         return x + rng.normal(0.0, 0.005, n) + np.where(rng.random(n) < 0.4, math.log(1.08), 0.0)
+    if kind == "t":  # two-sided Student-t jitter of 3 degrees of freedom
+        return x + 0.01 * rng.standard_t(3.0, n)
+    if kind == "half-t":  # a floor and a slow delay
+        return x + 0.01 * np.abs(rng.standard_t(3.0, n))
     return 0.04 * np.arange(n) / n + rng.normal(0.0, 0.003, n)  # drift: 4 % over the series, no step
 
 
@@ -296,6 +300,10 @@ def test_the_reading_scanner_reads_each_density_from_the_series(seed: int) -> No
     assert model.slow_share[0] == pytest.approx(0.4, abs=0.1)
     model, name = reading.read(_read("drift", seed))
     assert name == "normal+drift" and np.ptp(model.trend) == pytest.approx(0.04, abs=0.005)
+    model, name = reading.read(_read("t", seed))
+    assert name == "t" and model.df <= 6.0
+    model, name = reading.read(_read("half-t", seed))
+    assert name == "half-t" and model.sigma == pytest.approx(0.01, rel=0.3)
 
 
 def test_a_half_t_is_read_from_the_values_above_the_floor() -> None:
