@@ -223,6 +223,12 @@ ORACLE_NOTE = ("true model = told each step exists and where its true neighbours
                "roofwatch's recall / the true model's.")
 
 
+def scanner_notes(rows: Sequence[str]) -> list[str]:
+    """The note of each scanner (scanning oracle, reading scanner) with a row among ``rows``."""
+    return [note for prefix, note in (("scanning", SCANNING_NOTE), ("reading", READING_NOTE))
+            if any(row.startswith(prefix) for row in rows)]
+
+
 def tables(series: dict[str, History], detectors: Sequence[str], results: Results, tolerance: int,
            seeds: Sequence[int], oracle: Oracle | None = None, scanned: Sequence[str] = ()) -> list[Table]:
     """Every table of the run; ``scanned`` names the scanners' rows among ``detectors`` (the scanning oracle's, the
@@ -237,10 +243,7 @@ def tables(series: dict[str, History], detectors: Sequence[str], results: Result
         _recall_rows(recall, [kind], keys, series, results, detectors, oracle, tolerance)
     recall.notes.append("mix = a GPU-like bimodal series whose slow mode's share moved by 0.25-0.45, no mode moving.")
     recall.notes.append(ORACLE_NOTE)
-    if any(name.startswith("scanning") for name in scanned):
-        recall.notes.append(SCANNING_NOTE)
-    if any(name.startswith("reading") for name in scanned):
-        recall.notes.append(READING_NOTE)
+    recall.notes += scanner_notes(scanned)
 
     by_noise = Table(f"Recall per noise kind × noise level × step size (found/true, ±{tolerance} commits)",
                      ["kind", "noise", "step", *detectors, *oracle_columns])
@@ -323,10 +326,7 @@ def goals(series: dict[str, History], results: Results, tolerance: int, oracle: 
                   new_section=key in (f"share {KINDS[0]} 2 %", "F1"))
     table.notes.append("Shares are of the true-model oracle's recall on the same steps (ceiling.py); the pooled shares "
                        "are judged on three fresh seeds, the per-kind ones on twenty or more.")
-    if any(name.startswith("scanning") for name in beside):
-        table.notes.append(SCANNING_NOTE)
-    if any(name.startswith("reading") for name in beside):
-        table.notes.append(READING_NOTE)
+    table.notes += scanner_notes(beside)
     return table
 
 

@@ -61,19 +61,12 @@ def _stretches(n: int, steps: Sequence[int]) -> list[tuple[int, int]]:
 
 def _trend(x: np.ndarray, steps: list[int]) -> np.ndarray:
     """The drift roofwatch's choice would model beside ``steps`` (centred), or an empty array when it models none."""
-    n = len(x)
     y, w = clean(x, read_noise(x, MIN_SIZE, steps))
     regression = drift.Regression(y, w)
     choice = drift.choose(regression, steps, steps)
     if choice.columns is None:
         return np.zeros(0)
-    fixed = [0, *(1 + c for c in choice.columns)]
-    t = np.arange(n)
-    full = np.hstack([regression.full, regression.extra])
-    design = np.column_stack([full[:, fixed], *((t >= k).astype(float) for k in choice.fit.steps)])
-    root = np.sqrt(w)
-    coef = np.linalg.lstsq(design * root[:, None], regression.y * root, rcond=None)[0]
-    curve = full[:, fixed[1:]] @ coef[1:len(fixed)]
+    curve = regression.curve(choice.fit, choice.columns)
     return curve - curve.mean()
 
 

@@ -308,17 +308,21 @@ class Regression:
             self._step_products[key] = (self.suffix_w[np.maximum(k[:, None], k[None, :])], self.suffix_y[k], suffix_z)
         return self._step_products[key]
 
-    def swing(self, fit: Fit, columns: Sequence[int]) -> float:
-        """How far the drift of ``fit`` — its ``columns`` of ``basis``, fitted beside its steps — moves the series,
-        highest less lowest, in log units (asked of a drift about to be chosen only: a least-squares fit of its own)."""
+    def curve(self, fit: Fit, columns: Sequence[int]) -> np.ndarray:
+        """The drift of ``fit`` — its ``columns`` of ``basis``, fitted beside its steps — at every commit, in log units
+        about the series' weighted mean (a least-squares fit of its own)."""
         fixed = [0, *(1 + c for c in columns)]
         t = np.arange(self.n)
         full = np.hstack([self.full, self.extra])
         design = np.column_stack([full[:, fixed], *((t >= k).astype(float) for k in fit.steps)])
         root = np.sqrt(self.w)
         coef = np.linalg.lstsq(design * root[:, None], self.y * root, rcond=None)[0]
-        curve = full[:, fixed[1:]] @ coef[1:len(fixed)]
-        return float(np.ptp(curve))
+        return full[:, fixed[1:]] @ coef[1:len(fixed)]
+
+    def swing(self, fit: Fit, columns: Sequence[int]) -> float:
+        """How far the drift of ``fit`` moves the series, highest less lowest, in log units (asked of a drift about to
+        be chosen only)."""
+        return float(np.ptp(self.curve(fit, columns)))
 
     def _drift_alone(self, fixed: list[int]) -> tuple[np.ndarray, np.ndarray, float]:
         """The level-and-drift regression without steps: its normal matrix's inverse, coefficients and RSS (cached:
