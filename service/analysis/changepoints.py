@@ -29,7 +29,8 @@ change must be worth is the team's ``min_effect``, applied by the A/B that confi
    where its floors split best nearby (``FLOOR_REACH``), a step whose floors pass ``FLOOR_GAIN``
    between its final neighbours is held and sized by them (``floor_step``), and drift is not
    looked for. Steps least squares missed spread the floors of their stretches, so a series whose
-   low side is short already (``NEAR_FLOOR``) is read again with the floors' own steps.
+   low side is short already (``NEAR_FLOOR``) is read again with the floors' own steps. A
+   stretch's floor is read ``FLOOR_MARGIN`` commits inside its neighbouring steps.
 5. **Drift** — a smooth drift competes with the steps on BIC (``drift.choose``): a line,
    warm-ups, cosines, and a sinusoid of the series' own period. When it wins, the steps kept
    are those that hold with the drift in, or that stand out of a local line and curve
@@ -92,6 +93,8 @@ PLACE_PASSES = 3  # rounds of moving each step to the best split between its nei
 FLOOR_SHARE = 0.2  # of a stretch's values, for the density at its floor
 NEAR_FLOOR = 0.95  # floor_ratio under which a series not read as one-sided is read again with its floor steps: on
 # the tuning seeds, 95 % of the slow-tail histories not read so pass it and 0.6-2 % of gaussian, t, drifting ones
+FLOOR_MARGIN = 3  # commits a stretch's floor is read inside its neighbouring steps: one placed a commit off lends
+# the stretch the next level's floor, and every split five commits on passed FLOOR_GAIN beside it
 FLOOR_REACH = 8  # commits a step of a floor-and-slow-tail series may move to where its floors split best
 FLOOR_GAIN = 8.0  # floor_gain a stretch passes once in a hundred or less, any length up to 512, half-normal or half-t
 FLOOR_ALPHA = 0.01  # ... that share: beyond FLOOR_GAIN a clean stretch's largest gain passes g about
@@ -584,11 +587,13 @@ def _grow_floor(x: np.ndarray, cps: Sequence[int], min_size: int) -> list[int]:
     floor and a slow tail: there the lowest values place a level to a fraction of the jitter, where a mean or a rank
     sees a 2 % step in 3 % noise barely or not at all."""
 
+    n = len(x)
+
     def split(lo: int, hi: int) -> int | None:
-        gain, k = floor_gain(x, lo, hi, min_size)
+        gain, k = floor_gain(x, lo + FLOOR_MARGIN if lo else lo, hi - FLOOR_MARGIN if hi < n else hi, min_size)
         return k if gain > FLOOR_GAIN else None
 
-    return _grow_stretches(len(x), cps, split)
+    return _grow_stretches(n, cps, split)
 
 
 def _split_costs(before: np.ndarray, after: np.ndarray) -> np.ndarray:

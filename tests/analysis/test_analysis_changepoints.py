@@ -625,6 +625,21 @@ def test_a_floor_step_is_placed_where_its_floors_split(values: np.ndarray, steps
     assert changepoints._floor_place(values, steps) == placed
 
 
+_DELAYS_80 = np.tile(np.arange(10) * 0.1, 8)
+
+
+@pytest.mark.parametrize(("values", "steps"), [
+    (np.r_[_DELAYS_40[::-1], _DELAYS_80 + 1.0], [39]),  # a step placed a commit early, its floor point at 39
+    (np.r_[_DELAYS_80 + 1.0, _DELAYS_40], [81]),  # ... a commit late
+])
+def test_a_neighbour_placed_a_commit_off_lends_no_floor(values: np.ndarray, steps: list[int]) -> None:
+    """The stretch after a step placed a commit early starts with the old level's floor: read from there, every
+    split five commits on passes FLOOR_GAIN, and a second step was added beside the first (a 20 % step in 0.3 %
+    slow-tail noise at commit 99 was reported at 98 and 103). A stretch's floors are read FLOOR_MARGIN commits
+    inside its neighbouring steps."""
+    assert changepoints._grow_floor(values, steps, changepoints.DEFAULT_MIN_SIZE) == steps
+
+
 def test_a_series_read_as_one_sided_is_near_a_floor() -> None:
     """_level_steps asks floor_ratio < NEAR_FLOOR before one_sided: every one-sided series must pass it."""
     assert changepoints.NEAR_FLOOR > noise_module.ONE_SIDED
