@@ -40,6 +40,9 @@ change must be worth is the team's ``min_effect``, applied by the A/B that confi
    segmentation of a binomial CUSUM, ``MIX_ALPHA`` per stretch, a short stretch's surplus of
    slow points outlasting one episode); a move of the share where no location step is becomes
    a change with ``shift == "mix"``.
+7. **The commit** — a step of ``EXACT_STEP`` noise deviations or more shows its side in every
+   value, and is placed last on the raw values (``_exact_place``): the confirming A/B measures
+   exactly the two commits either side of it, and a step named a commit off is never confirmed.
 
 Values are positive numbers (times, or throughputs); non-finite and non-positive entries are
 skipped and indexes always refer to the input rows.
@@ -59,6 +62,7 @@ from scipy import special
 from roofwatch.service.analysis import drift
 from roofwatch.service.analysis.arrays import median, quantiles, weighted_mean
 from roofwatch.service.analysis.noise import (
+    HAMPEL_K,
     MAD_TO_SD,
     Noise,
     clean,
@@ -99,6 +103,10 @@ FLOOR_REACH = 8  # commits a step of a floor-and-slow-tail series may move to wh
 FLOOR_GAIN = 8.0  # floor_gain a stretch passes once in a hundred or less, any length up to 512, half-normal or half-t
 FLOOR_ALPHA = 0.01  # ... that share: beyond FLOOR_GAIN a clean stretch's largest gain passes g about
 # FLOOR_ALPHA × exp(FLOOR_GAIN − g) of the time (the tail of the largest of exponentials; simulated, 40-500 points)
+EXACT_STEP = 5.0  # noise deviations: a step this large is placed on the raw values (_exact_place) ...
+EXACT_SIDE = 10  # ... each side's level the median of up to this many commits beyond those searched
+EXACT_MIN_SIDE = 3  # ... and at least this many
+FASTER_COST = 2.0  # ... a point far faster than a level costs this many times a point far slower: noise slows a run
 T_REACH = 5  # commits a step of a one-mode series may move when placed under Student-t noise (_t_place)
 T_DOF = 4.0  # ... of that many degrees of freedom (Lange, Little & Taylor 1989)
 GROWN_ALPHA = 1e-3  # per step found by growing, in its local windows once placed (see detect)
@@ -632,6 +640,38 @@ def _t_place(y: np.ndarray, sigma: float, cps: Sequence[int], margin: int, reach
     return sorted(set(out))
 
 
+def _exact_place(x: np.ndarray, y: np.ndarray, sigma: float, steps: list[tuple[int, _Step]], reach: int = REACH,
+                 side: int = EXACT_SIDE) -> list[tuple[int, _Step]]:
+    """Each step of ``EXACT_STEP`` deviations or more moved, up to ``reach`` commits, to where the raw values split
+    between the levels either side of it: each commit costs its squared distance (in noise deviations) from the
+    level of its side, at most ``HAMPEL_K`` squared, so a point far from both levels (an episode, a tail) costs the
+    same on either side and never decides.
+
+    The cleaning reads a point's level from a running median, and beside a step an episode removed from the window
+    can leave its median on the far side: a point just before a 30 % step was cleaned onto the new level, and the
+    step named the commit before the one that made it (whose A/B of the two adjacent commits then finds nothing).
+    A step this large in its noise shows its commit in every value, so it is placed on the values themselves. It
+    keeps the size it was found with: a commit moves a window's mean by a window's share of the step.
+    """
+    out = list(steps)
+    for i, (k, step) in enumerate(out):
+        if abs(step.log_step) < EXACT_STEP * sigma:
+            continue
+        lo = out[i - 1][0] if i else 0
+        hi = out[i + 1][0] if i + 1 < len(out) else len(x)
+        first, last = max(k - reach, lo + 1), min(k + reach, hi - 1)
+        before, after = y[max(lo, first - side):first], y[last:min(hi, last + side)]
+        if len(before) < EXACT_MIN_SIDE or len(after) < EXACT_MIN_SIDE or first >= last:
+            continue
+        searched = (x[first:last] - np.array([[median(before)], [median(after)]])) / sigma
+        cost = np.minimum(searched * searched, np.where(searched > 0, 1.0, FASTER_COST) * HAMPEL_K * HAMPEL_K)
+        total = _split_costs(cost[0], cost[1])
+        best = first + int(np.argmin(total))
+        if total[best - first] < total[k - first]:
+            out[i] = (best, step)
+    return out
+
+
 def _best_split(sums: _Sums, lo: int, hi: int, first: int, last: int) -> int | None:
     """The least-squares split of ``[lo, hi)`` among ``first..last`` (its largest between-sides sum of squares)."""
     near = np.arange(first, last + 1)
@@ -738,7 +778,8 @@ def detect(values: Sequence[float] | np.ndarray, *, alpha: float = DEFAULT_ALPHA
     steps = [(k, step) for k, step in steps if step.held or step.p_value < GROWN_ALPHA]
     if not noise.bimodal:  # a bimodal series' stretches hold two modes: their spread says nothing of episodes
         mixed = _mixed_bumps(x, noise.sigma, [k for k, _ in steps])
-        steps = [(k, step) for k, step in steps if k not in mixed]
+        # ... and its steps were placed on the raw values by their modes (_mode_split)
+        steps = _exact_place(x, y, noise.sigma, [(k, step) for k, step in steps if k not in mixed])
     positions = [k for k, _ in steps]
     found = [_location(raw, rows, y, w, noise, positions, i, step, window) for i, (_, step) in enumerate(steps)]
     if noise.bimodal:

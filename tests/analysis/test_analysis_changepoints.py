@@ -473,6 +473,48 @@ def test_a_step_moves_to_its_likeliest_place_under_heavy_tailed_noise(
     assert changepoints._t_place(np.array(values), 1.0, steps, margin=5) == placed
 
 
+_LEVELS = np.r_[[0.0] * 24, [-10.0] * 24]  # a 10-deviation drop at commit 24 (unit noise)
+
+
+@pytest.mark.parametrize(("values", "levels", "steps", "placed"), [
+    # an episode of a noisy neighbour two commits before the drop: far from both levels, it costs the same on
+    # either side, and the cleaning's split a commit early (23) moves to where the level moved
+    (np.r_[[0.0] * 20, [12.0, 12.0], [0.0, 0.0], [-10.0] * 24], _LEVELS, [23], [24]),
+    (_LEVELS, _LEVELS, [26], [24]),  # ... or a commit or two late
+    (_LEVELS, _LEVELS, [24], [24]),  # already where it belongs
+    # an episode on the new level just after the drop looks like the old level; a point far faster than a level
+    # costs twice one far slower (noise slows a run), so the two new points decide, not the episode's three
+    (np.r_[[0.0] * 24, [-10.0, -10.0], [0.0] * 3, [-10.0] * 19], _LEVELS, [27], [24]),
+    # a step under EXACT_STEP deviations is left where it was: its points do not each show their side
+    (np.r_[[0.0] * 24, [-4.0] * 24], np.r_[[0.0] * 24, [-4.0] * 24], [26], [26]),
+])
+def test_a_large_step_is_placed_where_its_raw_values_split(values: np.ndarray, levels: np.ndarray, steps: list[int],
+                                                           placed: list[int]) -> None:
+    """``levels``: the cleaned values, which each side's level is read from beyond the commits searched."""
+    step = changepoints._Step(float(levels[-1] - levels[0]), 0.1, 1e-9)
+    moved = changepoints._exact_place(values, levels, 1.0, [(k, step) for k in steps])
+    assert [k for k, _ in moved] == placed
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 5])
+@pytest.mark.parametrize(("episode", "slower", "step"), [
+    ((82, 84), 1.36, 0.7),  # an episode before a drop: the cleaning put the commit before it on the new level
+    ((88, 90), 1.36, 1.3),  # ... after a rise
+    ((89, 91), 1.25, 0.8),
+    ((83, 84), 1.5, 1.2),
+    ((81, 83), 1.3, 1.1),
+])
+def test_a_large_step_beside_an_episode_names_its_own_commit(seed: int, episode: tuple[int, int], slower: float,
+                                                             step: float) -> None:
+    """A 10-30 % step at commit 86 in 0.3 % noise, a busy neighbour's episode within five commits of it: the step is
+    named at 86, the commit whose A/B with its parent shows it (each of these named 85 or 87 in all 20 seeds)."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(0.0, 0.003, N)
+    x[episode[0]:episode[1]] += math.log(slower)
+    x[86:] += math.log(step)
+    assert [cp.index for cp in detect(1e-4 * np.exp(x))] == [86]
+
+
 def test_least_squares_would_split_at_the_outlier() -> None:
     assert changepoints._place(_sums(OUTLIER_BESIDE_A_STEP), [40], len(OUTLIER_BESIDE_A_STEP), margin=5) == [36]
 

@@ -195,12 +195,24 @@ def test_the_oracles_f1_counts_misplaced_steps_that_pass_its_budget_on_clean_his
     assert top.f1_every_change < top.f1
 
 
+def test_a_step_is_named_at_its_commit_only_when_found_there() -> None:
+    big, small = histories.Change(20, "location", 0.2), histories.Change(40, "location", -0.05)
+    series = {"exact": _history(big, small), "one off": _history(big), "missed": _history(big), "clean": _history()}
+    results = {("roofwatch", "exact"): run.Outcome([20, 42], 0.0), ("roofwatch", "one off"): run.Outcome([21], 0.0),
+               ("roofwatch", "missed"): run.Outcome([30], 0.0), ("roofwatch", "clean"): run.Outcome([5], 0.0)}
+    # the 5 % step is under NAMED_FROM: not counted, placed or not
+    assert acceptance.named_at_commit(list(series), series, results, "roofwatch", 3) == (1, 2)
+    assert acceptance.named_at_commit(list(series), series, results, "roofwatch", 3, smallest=0.05) == (1, 3)
+
+
 def test_the_acceptance_run_prints_f1_beside_the_ceiling() -> None:
     series = acceptance.generate([7], per_cell=2)
     results = {("roofwatch", key): run.Outcome(list(h.indexes), 0.0) for key, h in series.items()}
     out = {t.title: t for t in acceptance.tables(series, ["roofwatch"], results, 3, [7], _oracle(series))}
     rows = out["F1 against the true-model ceiling"].rows
     assert rows[0][:3] == ["roofwatch", "1.000", "1.000"]  # every change found
+    named = next(t for title, t in out.items() if title.startswith("Steps of 10 % or more named"))
+    assert named.rows[-1][:2] == ["all", "3 %"] and named.rows[-1][2].startswith("1.000 (")  # each at its commit
     assert rows[-1][0] == "true model, detecting" and 0.0 < float(rows[-1][1]) <= float(rows[-1][2]) <= 1.0
 
 
