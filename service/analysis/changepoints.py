@@ -106,7 +106,6 @@ FLOOR_ALPHA = 0.01  # ... that share: beyond FLOOR_GAIN a clean stretch's larges
 EXACT_STEP = 5.0  # noise deviations: a step this large is placed on the raw values (_exact_place) ...
 EXACT_SIDE = 10  # ... each side's level the median of up to this many commits beyond those searched
 EXACT_MIN_SIDE = 3  # ... and at least this many
-FASTER_COST = 2.0  # ... a point far faster than a level costs this many times a point far slower: noise slows a run
 T_REACH = 5  # commits a step of a one-mode series may move when placed under Student-t noise (_t_place)
 T_DOF = 4.0  # ... of that many degrees of freedom (Lange, Little & Taylor 1989)
 GROWN_ALPHA = 1e-3  # per step found by growing, in its local windows once placed (see detect)
@@ -664,7 +663,7 @@ def _exact_place(x: np.ndarray, y: np.ndarray, sigma: float, steps: list[tuple[i
         if len(before) < EXACT_MIN_SIDE or len(after) < EXACT_MIN_SIDE or first >= last:
             continue
         searched = (x[first:last] - np.array([[median(before)], [median(after)]])) / sigma
-        cost = np.minimum(searched * searched, np.where(searched > 0, 1.0, FASTER_COST) * HAMPEL_K * HAMPEL_K)
+        cost = np.minimum(searched * searched, HAMPEL_K * HAMPEL_K)
         total = _split_costs(cost[0], cost[1])
         best = first + int(np.argmin(total))
         if total[best - first] < total[k - first]:

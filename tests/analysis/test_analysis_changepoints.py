@@ -482,9 +482,10 @@ _LEVELS = np.r_[[0.0] * 24, [-10.0] * 24]  # a 10-deviation drop at commit 24 (u
     (np.r_[[0.0] * 20, [12.0, 12.0], [0.0, 0.0], [-10.0] * 24], _LEVELS, [23], [24]),
     (_LEVELS, _LEVELS, [26], [24]),  # ... or a commit or two late
     (_LEVELS, _LEVELS, [24], [24]),  # already where it belongs
-    # an episode on the new level just after the drop looks like the old level; a point far faster than a level
-    # costs twice one far slower (noise slows a run), so the two new points decide, not the episode's three
-    (np.r_[[0.0] * 24, [-10.0, -10.0], [0.0] * 3, [-10.0] * 19], _LEVELS, [27], [24]),
+    # two values of the new level, then an episode on it as slow as the old level: either split leaves two values
+    # far from their side, and a tie leaves the step where it was found
+    (np.r_[[0.0] * 24, [-10.0, -10.0], [0.0] * 2, [-10.0] * 20], _LEVELS, [24], [24]),
+    (np.r_[[0.0] * 24, [-10.0, -10.0], [0.0] * 2, [-10.0] * 20], _LEVELS, [28], [28]),
     # a step under EXACT_STEP deviations is left where it was: its points do not each show their side
     (np.r_[[0.0] * 24, [-4.0] * 24], np.r_[[0.0] * 24, [-4.0] * 24], [26], [26]),
 ])
