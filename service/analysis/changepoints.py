@@ -41,8 +41,9 @@ change must be worth is the team's ``min_effect``, applied by the A/B that confi
    slow points outlasting one episode); a move of the share where no location step is becomes
    a change with ``shift == "mix"``.
 7. **The commit** — a step of ``EXACT_STEP`` noise deviations or more shows its side in every
-   value, and is placed last on the raw values (``_exact_place``): the confirming A/B measures
-   exactly the two commits either side of it, and a step named a commit off is never confirmed.
+   value, and is placed last on the raw values (``_exact_place``, a far value costing more on the
+   side the series' far values seldom lie, ``_far_side``): the confirming A/B measures exactly the
+   two commits either side of it, and a step named a commit off is never confirmed.
 
 Values are positive numbers (times, or throughputs); non-finite and non-positive entries are
 skipped and indexes always refer to the input rows.
@@ -63,6 +64,7 @@ from roofwatch.service.analysis import drift
 from roofwatch.service.analysis.arrays import median, quantiles, weighted_mean
 from roofwatch.service.analysis.noise import (
     HAMPEL_K,
+    HUBER_K,
     MAD_TO_SD,
     Noise,
     clean,
@@ -106,6 +108,10 @@ FLOOR_ALPHA = 0.01  # ... that share: beyond FLOOR_GAIN a clean stretch's larges
 EXACT_STEP = 5.0  # noise deviations: a step this large is placed on the raw values (_exact_place) ...
 EXACT_SIDE = 10  # ... each side's level the median of up to this many commits beyond those searched
 EXACT_MIN_SIDE = 3  # ... and at least this many
+RARE_SIDE_COST = 2.0  # ... a point far from a level on the side the series' far values seldom lie costs this many
+# times one on the side they do: noise slows a run, and a timing's episodes and tails lie above it (a throughput's below)
+FAR_SIDE_RATIO = 2.0  # far values lie on one side when the cleaning moved this many times more of them from it ...
+FAR_SIDE_MIN = 3  # ... and at least this many
 T_REACH = 5  # commits a step of a one-mode series may move when placed under Student-t noise (_t_place)
 T_DOF = 4.0  # ... of that many degrees of freedom (Lange, Little & Taylor 1989)
 GROWN_ALPHA = 1e-3  # per step found by growing, in its local windows once placed (see detect)
@@ -639,12 +645,14 @@ def _t_place(y: np.ndarray, sigma: float, cps: Sequence[int], margin: int, reach
     return sorted(set(out))
 
 
-def _exact_place(x: np.ndarray, y: np.ndarray, sigma: float, steps: list[tuple[int, _Step]], reach: int = REACH,
-                 side: int = EXACT_SIDE) -> list[tuple[int, _Step]]:
+def _exact_place(x: np.ndarray, y: np.ndarray, sigma: float, steps: list[tuple[int, _Step]], far_side: int = 0,
+                 reach: int = REACH, side: int = EXACT_SIDE) -> list[tuple[int, _Step]]:
     """Each step of ``EXACT_STEP`` deviations or more moved, up to ``reach`` commits, to where the raw values split
     between the levels either side of it: each commit costs its squared distance (in noise deviations) from the
     level of its side, at most ``HAMPEL_K`` squared, so a point far from both levels (an episode, a tail) costs the
-    same on either side and never decides.
+    same on either side and never decides; ``RARE_SIDE_COST`` times that where it lies on the side the series' far
+    values seldom do (``far_side``, from ``_far_side``: +1 above, −1 below, 0 either). A tie leaves the step where
+    it was found.
 
     The cleaning reads a point's level from a running median, and beside a step an episode removed from the window
     can leave its median on the far side: a point just before a 30 % step was cleaned onto the new level, and the
@@ -663,12 +671,30 @@ def _exact_place(x: np.ndarray, y: np.ndarray, sigma: float, steps: list[tuple[i
         if len(before) < EXACT_MIN_SIDE or len(after) < EXACT_MIN_SIDE or first >= last:
             continue
         searched = (x[first:last] - np.array([[median(before)], [median(after)]])) / sigma
-        cost = np.minimum(searched * searched, HAMPEL_K * HAMPEL_K)
+        rare = (np.sign(searched) != far_side) if far_side else np.zeros(searched.shape, dtype=bool)
+        cost = np.minimum(searched * searched, np.where(rare, RARE_SIDE_COST, 1.0) * HAMPEL_K * HAMPEL_K)
         total = _split_costs(cost[0], cost[1])
         best = first + int(np.argmin(total))
         if total[best - first] < total[k - first]:
             out[i] = (best, step)
     return out
+
+
+def _far_side(moved: np.ndarray, sigma: float, steps: Sequence[int], margin: int = EXACT_SIDE) -> int:
+    """Which way a series' far values lie from its level — +1 above, −1 below, 0 both ways or too few to say —
+    read from ``moved``, raw less cleaned values: the values that lay more than ``HAMPEL_K`` deviations from their
+    level were moved by more than ``HAMPEL_K − HUBER_K`` (a normal series has next to none; a Huber clip of a few
+    either way, counted, made a gaussian series lopsided by chance). ``detect`` is not told whether a series is of
+    times, whose episodes and tails lie above, or of throughputs, whose lie below. Values within ``margin`` commits
+    of a step are left out: there the cleaning also moves values of one level towards the other."""
+    away = np.ones(len(moved), dtype=bool)
+    for k in steps:
+        away[max(k - margin, 0):k + margin] = False
+    bar = (HAMPEL_K - HUBER_K) * sigma
+    above, below = int(np.sum((moved > bar) & away)), int(np.sum((moved < -bar) & away))
+    if max(above, below) < FAR_SIDE_MIN or max(above, below) < FAR_SIDE_RATIO * min(above, below):
+        return 0
+    return 1 if above > below else -1
 
 
 def _best_split(sums: _Sums, lo: int, hi: int, first: int, last: int) -> int | None:
@@ -778,7 +804,8 @@ def detect(values: Sequence[float] | np.ndarray, *, alpha: float = DEFAULT_ALPHA
     if not noise.bimodal:  # a bimodal series' stretches hold two modes: their spread says nothing of episodes
         mixed = _mixed_bumps(x, noise.sigma, [k for k, _ in steps])
         # ... and its steps were placed on the raw values by their modes (_mode_split)
-        steps = _exact_place(x, y, noise.sigma, [(k, step) for k, step in steps if k not in mixed])
+        steps = [(k, step) for k, step in steps if k not in mixed]
+        steps = _exact_place(x, y, noise.sigma, steps, _far_side(x - y, noise.sigma, [k for k, _ in steps]))
     positions = [k for k, _ in steps]
     found = [_location(raw, rows, y, w, noise, positions, i, step, window) for i, (_, step) in enumerate(steps)]
     if noise.bimodal:

@@ -497,6 +497,38 @@ def test_a_large_step_is_placed_where_its_raw_values_split(values: np.ndarray, l
     assert [k for k, _ in moved] == placed
 
 
+_EPISODE_ON_THE_NEW_LEVEL = np.r_[[0.0] * 24, [-10.0, -10.0], [0.0] * 3, [-10.0] * 19]
+
+
+@pytest.mark.parametrize(("sign", "far_side", "placed"), [
+    (1.0, 1, [24]),  # times: far values lie above, so two far *below* the old level cost more than three above
+    (-1.0, -1, [24]),  # throughputs, the same series upside down: their far values lie below
+    (1.0, 0, [29]),  # told nothing: the split that leaves fewer values far from their side
+    (-1.0, 1, [29]),  # told the wrong way
+])
+def test_a_far_value_on_the_side_far_values_seldom_lie_costs_more(sign: float, far_side: int,
+                                                                  placed: list[int]) -> None:
+    """A 10-deviation drop at 24, then two values of the new level and three (an episode on it) as slow as the old
+    level: whether the step lies at 24 or 29 is a matter of which far values the series holds."""
+    step = changepoints._Step(sign * -10.0, 0.1, 1e-9)
+    moved = changepoints._exact_place(sign * _EPISODE_ON_THE_NEW_LEVEL, sign * _LEVELS, 1.0, [(27, step)], far_side)
+    assert [k for k, _ in moved] == placed
+
+
+@pytest.mark.parametrize(("moved", "side"), [
+    ([0.0] * 50 + [0.3, 0.5, 0.2, 0.4], 1),  # a busy neighbour's episodes, moved down (noise 0.01)
+    ([0.0] * 50 + [-0.3, -0.5, -0.2, -0.4], -1),  # ... in a throughput series
+    ([0.0] * 50 + [0.3, 0.5, 0.2, 0.4, -0.3, -0.1, -0.2], 0),  # a two-sided tail: 4 against 3 is not one way
+    ([0.0] * 50 + [0.3, 0.5], 0),  # too few to say
+    ([0.0] * 50 + [-0.01, -0.005, -0.012, -0.008, 0.3, 0.2, 0.4], 1),  # Huber clips of values under 4 deviations
+    ([0.0] * 50, 0),
+    # beside a step at 30 the cleaning moved three values of the new level up towards the old one: not counted
+    ([0.0] * 30 + [-0.2] * 3 + [0.0] * 30 + [0.3, 0.5, 0.2], 1),
+])
+def test_far_values_lie_on_the_side_the_cleaning_moved_them_from(moved: list[float], side: int) -> None:
+    assert changepoints._far_side(np.array(moved), 0.01, [30]) == side
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2, 3, 5])
 @pytest.mark.parametrize(("episode", "slower", "step"), [
     ((82, 84), 1.36, 0.7),  # an episode before a drop: the cleaning put the commit before it on the new level
@@ -514,6 +546,7 @@ def test_a_large_step_beside_an_episode_names_its_own_commit(seed: int, episode:
     x[episode[0]:episode[1]] += math.log(slower)
     x[86:] += math.log(step)
     assert [cp.index for cp in detect(1e-4 * np.exp(x))] == [86]
+    assert [cp.index for cp in detect(1e4 * np.exp(-x))] == [86]  # the same runs as a throughput
 
 
 def test_least_squares_would_split_at_the_outlier() -> None:
