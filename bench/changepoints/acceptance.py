@@ -220,6 +220,11 @@ def named_at_commit(keys: Sequence[str], series: dict[str, History], results: Re
     return exact, near
 
 
+def _cell_keys(series: dict[str, History], kind: str, noise: float) -> list[str]:
+    """The histories of one kind ("all": every kind) at one noise level."""
+    return [k for k, h in series.items() if h.noise == noise and kind in ("all", h.kind)]
+
+
 def _recall_rows(table: Table, head: Sequence[str], keys: Sequence[str], series: dict[str, History],
                  results: Results, detectors: Sequence[str], oracle: Oracle, tolerance: int) -> None:
     tallies = [tally(keys, series, results, name, tolerance) for name in detectors]
@@ -269,7 +274,7 @@ def tables(series: dict[str, History], detectors: Sequence[str], results: Result
                      ["kind", "noise", "step", *detectors, *oracle_columns])
     for kind in [*KINDS, "all"]:
         for noise in NOISE_LEVELS:
-            keys = [k for k in every if series[k].noise == noise and kind in ("all", series[k].kind)]
+            keys = _cell_keys(series, kind, noise)
             _recall_rows(by_noise, [kind, f"{noise * 100:g} %"], keys, series, results, detectors, oracle, tolerance)
 
     per_kind = Table("F1 / false alarms per clean series, per noise kind", ["kind", *detectors])
@@ -313,7 +318,7 @@ def tables(series: dict[str, History], detectors: Sequence[str], results: Result
                   ["kind", "noise", *detectors])
     for kind in [*KINDS, "all"]:
         for noise in NOISE_LEVELS:
-            keys = [k for k in every if series[k].noise == noise and kind in ("all", series[k].kind)]
+            keys = _cell_keys(series, kind, noise)
             cells = [named_at_commit(keys, series, results, name, tolerance) for name in detectors]
             named.add(kind, f"{noise * 100:g} %", *(f"{fmt(e / n if n else math.nan, 3)} ({e}/{n})" for e, n in cells),
                       new_section=noise == NOISE_LEVELS[0])

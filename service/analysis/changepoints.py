@@ -803,8 +803,8 @@ def detect(values: Sequence[float] | np.ndarray, *, alpha: float = DEFAULT_ALPHA
     steps = [(k, step) for k, step in steps if step.held or step.p_value < GROWN_ALPHA]
     if not noise.bimodal:  # a bimodal series' stretches hold two modes: their spread says nothing of episodes
         mixed = _mixed_bumps(x, noise.sigma, [k for k, _ in steps])
-        # ... and its steps were placed on the raw values by their modes (_mode_split)
         steps = [(k, step) for k, step in steps if k not in mixed]
+        # ... and its steps were placed on the raw values by their modes (_mode_split)
         steps = _exact_place(x, y, noise.sigma, steps, _far_side(x - y, noise.sigma, [k for k, _ in steps]))
     positions = [k for k, _ in steps]
     found = [_location(raw, rows, y, w, noise, positions, i, step, window) for i, (_, step) in enumerate(steps)]
