@@ -43,7 +43,8 @@ change must be worth is the team's ``min_effect``, applied by the A/B that confi
 7. **The commit** — a step of ``EXACT_STEP`` noise deviations or more shows its side in every
    value, and is placed last on the raw values (``_exact_place``, a far value costing more on the
    side the series' far values seldom lie, ``_far_side``): the confirming A/B measures exactly the
-   two commits either side of it, and a step named a commit off is never confirmed.
+   two commits either side of it, and a step named a commit off costs a search among its neighbours
+   by A/B (``neighbours``) before it is confirmed.
 
 Values are positive numbers (times, or throughputs); non-finite and non-positive entries are
 skipped and indexes always refer to the input rows.

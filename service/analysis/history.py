@@ -82,6 +82,9 @@ class Step:
 
     ``shift`` says what moved in a bimodal series (``changepoints.ChangePoint.shift``): the
     modes' ``location`` or their ``mix``; ``modes`` and ``slow_share`` describe the two modes.
+    ``placed``: found by the change-point search, which places a step to within a few commits (its
+    confirmation looks at the neighbours when the pair shows nothing, ``neighbours``); else seen
+    between these very two commits.
     """
 
     good: Point
@@ -91,10 +94,13 @@ class Step:
     shift: str = "location"
     modes: tuple[float, float] | None = None
     slow_share: tuple[float, float] | None = None
+    placed: bool = False
 
     def details(self) -> dict[str, object]:
         """What a candidate change records of this step (``Change.details``)."""
         out: dict[str, object] = {"before": self.before, "after": self.after, "shift": self.shift}
+        if self.placed:
+            out["placed"] = True
         if self.modes is not None:
             out["modes"] = list(self.modes)
         if self.slow_share is not None:
@@ -123,7 +129,7 @@ def steps(points: Sequence[Point], *, newly_measured: set[int], higher_is_better
     for cp in changepoints.detect([p.median for p in ordered]):
         good, bad = ordered[cp.index - 1], ordered[cp.index]
         found[(good.position, bad.position)] = Step(good, bad, cp.before, cp.after, cp.shift, cp.modes,
-                                                    cp.slow_share)
+                                                    cp.slow_share, placed=True)
     for i, point in enumerate(ordered):
         if point.position not in newly_measured:
             continue

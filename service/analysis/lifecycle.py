@@ -2,7 +2,10 @@
 
     candidate ──▶ narrowing ──▶ confirming ──▶ confirmed ──▶ triage (new, acknowledged, …, fixed)
         │   (unmeasured commits    (A/B of the two         ▲
-        │    in the range: bisect)  adjacent commits)     │
+        │    in the range: bisect)  adjacent commits;     │
+        │                           a change point they   │
+        │                           show nothing at: its  │
+        │                           neighbours, by A/B)   │
         └──────────── no unmeasured commits ──────────────┘ (correctness: no A/B needed)
                                        └────────▶ rejected (the A/B did not confirm it)
 

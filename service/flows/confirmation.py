@@ -11,6 +11,10 @@ the candidate's direction. Because the two commits are adjacent, no other step c
 - An A/B in which almost every benchmark moved by one common factor measured the machine, not
   the code (``analysis.environment``): it is counted on the device and measured again. A shift
   that repeats with the same factor is the code after all.
+- A change point the A/B of its pair shows nothing at may have been named a commit or two off:
+  it is sought among its neighbours (``analysis.neighbours``), by an A/B across them and then
+  halves of it, and confirmed only on two adjacent commits again. Meanwhile its range is the
+  stretch still in play, so a later sighting anywhere in it is the same change.
 """
 
 from __future__ import annotations
@@ -21,17 +25,19 @@ from dataclasses import dataclass
 from sqlmodel import Session, col, select
 
 from roofwatch.common.vocabulary import OPEN_STATES, UNDECIDED_STATES, ChangeKind, TriageState
-from roofwatch.service.analysis import environment, lifecycle
+from roofwatch.service.analysis import environment, lifecycle, neighbours
 from roofwatch.service.core.comparison_details import add_details, details_of
 from roofwatch.service.core.keys import comparison_key, comparison_key_prefix, starts_with
 from roofwatch.service.core.models import Benchmark, Change, Commit, Comparison, ComparisonResult, Device, Repository
 from roofwatch.service.flows import compiled_changes
 from roofwatch.service.records import changes
 from roofwatch.service.records.comparisons import results_of
+from roofwatch.service.records.runs import find_commit
 from roofwatch.service.records.series import benchmark_points
 
 PURPOSE = "confirm"
 MAX_ATTEMPTS = 3  # A/Bs of one pair before an unsettled machine leaves its candidates rejected
+MAX_REUSED_STEPS = 8  # A/Bs already measured that one search among a change's neighbours may read in one go
 RETURN_TOLERANCE = 0.02  # a series within 2 % (or the A/B threshold) of its old level has returned
 SAME_FACTOR = 0.25  # two shifts within this (on a log scale) of each other are one and the same
 
@@ -69,11 +75,32 @@ def candidate_keys(session: Session, request: Confirm) -> tuple[str, ...]:
 
     Empty when only test outcomes wait (those are compared in round one, whatever is measured).
     """
-    rows = session.exec(select(Benchmark.suite, Benchmark.name).join(Change, col(Change.benchmark_id) == Benchmark.id)
+    rows = session.exec(select(Change, Benchmark.suite, Benchmark.name)
+                        .join(Benchmark, col(Change.benchmark_id) == Benchmark.id)
                         .where(Change.repository_id == request.repository_id, Change.device_id == request.device_id,
-                               Change.phase == lifecycle.CONFIRMING, Change.range_start_sha == request.good_sha,
-                               Change.range_end_sha == request.bad_sha)).all()
-    return tuple(sorted({f"{suite}::{name}" for suite, name in rows}))
+                               Change.phase == lifecycle.CONFIRMING)).all()
+    return tuple(sorted({f"{suite}::{name}" for change, suite, name in rows
+                         if pair_of(change) == (request.good_sha, request.bad_sha)}))
+
+
+def pair_of(change: Change) -> tuple[str | None, str | None]:
+    """The two commits whose A/B decides ``change`` next: its range's ends, or where its search among its
+    neighbours stands (its range is then all the commits still in play)."""
+    search = _search_of(change)
+    return search.to_measure() if search is not None else (change.range_start_sha, change.range_end_sha)
+
+
+def _search_of(change: Change) -> neighbours.Search | None:
+    found = change.details.get("neighbours")
+    return neighbours.Search.from_details(found) if found else None
+
+
+def _waiting(session: Session, repository_id: int, device_id: int | None, good: str, bad: str) -> list[Change]:
+    """The undecided candidates whose next A/B is of ``good`` and ``bad`` on this device."""
+    rows = session.exec(select(Change).where(
+        Change.repository_id == repository_id, Change.phase == lifecycle.CONFIRMING,
+        Change.device_id == device_id).order_by(col(Change.id))).all()
+    return [change for change in rows if pair_of(change) == (good, bad)]
 
 
 def pending(session: Session, repository_id: int) -> list[Confirm]:
@@ -81,27 +108,33 @@ def pending(session: Session, repository_id: int) -> list[Confirm]:
     repository = session.get(Repository, repository_id)
     assert repository is not None
     requests: dict[tuple[int, str, str], Confirm] = {}
-    for change in session.exec(select(Change).where(
-            Change.repository_id == repository_id, Change.phase == lifecycle.CONFIRMING)).all():
+    queue = [(change, 0) for change in session.exec(select(Change).where(
+        Change.repository_id == repository_id, Change.phase == lifecycle.CONFIRMING).order_by(col(Change.id))).all()]
+    while queue:
+        change, reused = queue.pop(0)
         device = session.get(Device, change.device_id)
-        if device is None or device.id is None or change.range_start_sha is None or change.range_end_sha is None:
+        good, bad = pair_of(change)
+        if device is None or device.id is None or good is None or bad is None:
             continue
-        pair = (device.id, change.range_start_sha, change.range_end_sha)
+        pair = (device.id, good, bad)
         if pair in requests:
             continue
-        attempts = _attempts(session, repository, device, *pair[1:])
+        attempts = _attempts(session, repository, device, good, bad)
         latest = attempts[-1] if attempts else None
         if latest is None:
-            requests[pair] = Confirm(repository_id, device.id, *pair[1:])  # type: ignore[arg-type]
+            requests[pair] = Confirm(repository_id, device.id, good, bad)
         elif latest.finished_at is None:
             continue  # being measured
         elif (_measure_again(latest) or not _measured(session, latest, change)) and len(attempts) < MAX_ATTEMPTS:
             # Again: the A/B could not settle, or it measured other benchmarks than this candidate's (a later run
             # raised this step after it) — a candidate is never rejected on an A/B that did not look at it.
-            requests[pair] = Confirm(repository_id, device.id, *pair[1:], attempt=len(attempts))  # type: ignore[arg-type]
+            requests[pair] = Confirm(repository_id, device.id, good, bad, attempt=len(attempts))
         else:
-            # Decided before this candidate appeared (an A/B asked for by another benchmark).
+            # Decided before this candidate appeared (an A/B asked for by another benchmark); a search among its
+            # neighbours may have moved it to another pair, which may be measured already too
             _decide(session, latest, [change], final=True)
+            if change.phase == lifecycle.CONFIRMING and reused + 1 < MAX_REUSED_STEPS:
+                queue.append((change, reused + 1))
     return list(requests.values())
 
 
@@ -128,17 +161,16 @@ def apply(session: Session, comparison_id: int) -> list[int]:
     good = session.get(Commit, comparison.base_commit_id)
     bad = session.get(Commit, comparison.head_commit_id)
     assert repository is not None and good is not None and bad is not None
-    waiting = list(session.exec(select(Change).where(
-        Change.repository_id == comparison.repository_id, Change.phase == lifecycle.CONFIRMING,
-        Change.range_start_sha == good.sha, Change.range_end_sha == bad.sha,
-        Change.device_id == comparison.device_id)).all())
+    waiting = _waiting(session, comparison.repository_id, comparison.device_id, good.sha, bad.sha)
     attempts = _attempts(session, repository, device, good.sha, bad.sha) if device is not None else []
     results = results_of(session, comparison_id)
     if device is not None and _environment_shift(session, comparison, device, results, attempts, waiting):
         return []
     final = device is None or len(attempts) >= MAX_ATTEMPTS
     confirmed = _decide(session, comparison, waiting, final=final)
-    confirmed += _spillover(session, comparison, good, bad, results)
+    if good.position is not None and bad.position == good.position + 1:
+        # a search's A/B across a change point's neighbours spans several commits: nothing it saw names one of them
+        confirmed += _spillover(session, comparison, good, bad, results)
     add_details(comparison, applied=True, changes=confirmed)
     session.add(comparison)
     return confirmed
@@ -179,7 +211,8 @@ def _decide(session: Session, comparison: Comparison, waiting: list[Change], *, 
 
     An inconclusive result rejects nothing unless this was the last A/B allowed: the pair is
     measured again (``pending``), since errored rounds or an unsettled machine are no evidence
-    that the step is not there.
+    that the step is not there. A change point whose pair shows no change is sought among its
+    neighbours before it is rejected (``_seek``).
     """
     by_benchmark = {r.benchmark_id: r for r, _ in results_of(session, comparison.id)}  # type: ignore[arg-type]
     confirmed: list[int] = []
@@ -190,17 +223,106 @@ def _decide(session: Session, comparison: Comparison, waiting: list[Change], *, 
             add_details(comparison, inconclusive=True)
             session.add(comparison)
             continue
-        if result is None or result.direction != expected:
+        moved = result is not None and result.direction == expected
+        if result is not None and _seek(session, change, comparison, result, moved):
+            continue
+        if not moved:
             change.phase = lifecycle.REJECTED
             change.details = {**change.details, "comparison_id": comparison.id,
-                              "rejected": result.reason if result is not None else
-                              f"the A/B {comparison.state}: {comparison.error}" if comparison.error else
-                              "not measured by the A/B"}
+                              "rejected": _rejection(change, comparison, result)}
             session.add(change)
             continue
+        assert result is not None
         if _confirm(session, change, comparison, result):
             confirmed.append(change.id)  # type: ignore[arg-type]
     return confirmed
+
+
+def _rejection(change: Change, comparison: Comparison, result: ComparisonResult | None) -> str:
+    if result is None:
+        return f"the A/B {comparison.state}: {comparison.error}" if comparison.error else "not measured by the A/B"
+    named = change.details.get("named")
+    if named:
+        return f"{result.reason}: not found among the commits around {named[1][:12]}, where it was named, either"
+    return result.reason
+
+
+def _seek(session: Session, change: Change, comparison: Comparison, result: ComparisonResult, moved: bool) -> bool:
+    """Carry a search among a change point's neighbours one A/B on: True when that settles what this A/B does with
+    the change (it waits on its next pair, or the step it found is another change's), False when the A/B decides
+    it as any candidate's (it moved on two adjacent commits, or not at all).
+
+    A search starts where a change point's own pair showed no change; a move the other way, or an A/B that measured
+    nothing of it, rejects it as before.
+    """
+    search = _search_of(change)
+    if search is None:
+        if moved or result.direction != "none" or not change.details.get("placed") or change.details.get("named"):
+            return False
+        search = _span(session, change)
+        if search is None:
+            return False
+        change.details = {**change.details, "named": [change.range_start_sha, change.range_end_sha],
+                          "named_comparison_id": comparison.id}
+    else:
+        step = search.after(moved)
+        if not isinstance(step, neighbours.Search):
+            if step == "rejected":
+                return False
+            # found on two adjacent commits: the range is that pair, as any confirmed change's — unless the step
+            # there is another change of the series already (the span held it), which this one never was
+            _set_range(session, change, *search.to_measure())
+            change.details = {k: v for k, v in change.details.items() if k != "neighbours"}
+            other = _another_change_at(session, change)
+            if other is not None:
+                change.phase = lifecycle.REJECTED
+                change.details = {**change.details, "comparison_id": comparison.id,
+                                  "rejected": f"the step among its neighbours is change {other.id}"}
+                session.add(change)
+                return True
+            return False
+        search = step
+    change.details = {**change.details, "neighbours": search.as_details()}
+    _set_range(session, change, search.commits[search.lo], search.commits[search.hi])
+    change.first_bad_commit_id = None
+    session.add(change)
+    return True
+
+
+def _another_change_at(session: Session, change: Change) -> Change | None:
+    """A change of ``change``'s series and direction, not rejected, whose range shares a commit with its range."""
+    rows = session.exec(select(Change).where(
+        Change.repository_id == change.repository_id, Change.kind == change.kind, Change.device_id == change.device_id,
+        Change.benchmark_id == change.benchmark_id, Change.id != change.id, Change.phase != lifecycle.REJECTED)
+        .order_by(col(Change.id))).all()
+    return next((other for other in rows if other.range_end_position is not None and lifecycle.overlaps(
+        change.range_start_position, change.range_end_position,  # type: ignore[arg-type]
+        other.range_start_position, other.range_end_position)), None)
+
+
+def _span(session: Session, change: Change) -> neighbours.Search | None:
+    """The search around ``change``'s named pair, among the consecutive commits of its series measured either side
+    (None: no neighbour measured, or a named pair that is no two adjacent commits)."""
+    start, end = change.range_start_position, change.range_end_position
+    if change.benchmark_id is None or change.device_id is None or start is None or end != start + 1:
+        return None
+    at = {p.position: p.sha for p in benchmark_points(session, change.benchmark_id, change.device_id)}
+    if start not in at or end not in at:
+        return None
+    low, high = start, end
+    while low - 1 in at and start - low < neighbours.SPAN:
+        low -= 1
+    while high + 1 in at and high - end < neighbours.SPAN:
+        high += 1
+    return neighbours.Search.around([at[p] for p in range(low, high + 1)], at[start], at[end])
+
+
+def _set_range(session: Session, change: Change, good_sha: str, bad_sha: str) -> None:
+    good = find_commit(session, change.repository_id, good_sha)
+    bad = find_commit(session, change.repository_id, bad_sha)
+    assert good is not None and bad is not None  # every commit of a search is a measured point of the series
+    change.range_start_sha, change.range_start_position = good.sha, good.position
+    change.range_end_sha, change.range_end_position = bad.sha, bad.position
 
 
 def _confirm(session: Session, change: Change, comparison: Comparison, result: ComparisonResult) -> bool:

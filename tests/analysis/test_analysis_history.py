@@ -78,6 +78,14 @@ def test_steps_after_a_confirmed_change_are_held_against_its_level(
             if s.bad.position in newly] == expected
 
 
+def test_a_change_point_says_it_was_placed_and_an_adjacent_step_does_not() -> None:
+    """Only a step the change-point search placed may lie a commit or two off (its confirmation looks around it)."""
+    long = steps(_series([1.0] * 6 + [2.0] * 6), newly_measured={12}, higher_is_better=False)
+    short = steps(_series([1.0, 1.0, 1.0, 2.0]), newly_measured={4}, higher_is_better=False)
+    assert [(s.bad.position, s.details().get("placed")) for s in long] == [(7, True)]
+    assert [(s.bad.position, s.details().get("placed")) for s in short] == [(4, None)]
+
+
 def test_two_slow_runs_of_five_do_not_hide_a_step_in_the_medians() -> None:
     # rmsnorm's samples on a loaded two-core host: a 2x sleep at c3, two of its five runs slowed a further 80 %.
     # Their spread puts the samples' own threshold at ±179 %; the medians moved 2.06x.

@@ -69,7 +69,7 @@ def _ab(ids: dict[str, int], ratios: dict[str, float], attempt: int = 0, inconcl
         session.add(comparison)
         session.flush()
         for name, ratio in ratios.items():
-            direction = "regression" if ratio > 1.1 else "improvement" if ratio < 1 / 1.1 else "no-change"
+            direction = "regression" if ratio > 1.1 else "improvement" if ratio < 1 / 1.1 else "none"
             direction = "inconclusive" if name in inconclusive else direction
             attribution = {"cause": "files", "why": (why or {})[name]} if name in (why or {}) else {}
             if name in interactions:
@@ -77,7 +77,7 @@ def _ab(ids: dict[str, int], ratios: dict[str, float], attempt: int = 0, inconcl
                                                          "moved": direction}
             session.add(ComparisonResult(attribution=attribution,
                 comparison_id=comparison.id, benchmark_id=ids[name], base_median=1.0, head_median=ratio,  # type: ignore[arg-type]
-                change_pct=(ratio - 1) * 100, q_value=1e-4 if direction != "no-change" else 0.5,
+                change_pct=(ratio - 1) * 100, q_value=1e-4 if direction != "none" else 0.5,
                 threshold_pct=5.0, direction=direction, reason=direction, base_values=[1.0] * 3,
                 head_values=[ratio] * 3))
         return comparison.id  # type: ignore[return-value]
