@@ -18,6 +18,7 @@ import pytest
 from bench.changepoints import (
     acceptance,
     ceiling,
+    confirming,
     generator,
     histories,
     host,
@@ -205,6 +206,20 @@ def test_a_step_is_named_at_its_commit_only_when_found_there() -> None:
     assert acceptance.named_at_commit(list(series), series, results, "roofwatch", 3, smallest=0.05) == (1, 3)
 
 
+def test_a_step_named_off_is_confirmed_at_its_commit_by_the_search_and_costs_its_abs() -> None:
+    first, second = histories.Change(50, "location", 0.2), histories.Change(120, "location", -0.02)
+    mix = histories.Change(90, "mix", math.nan)
+    # 50 at its commit; 122 two commits off 120; 160 and 92 near nothing a location step moved
+    long = histories.History(np.ones(200), [first, mix, second], "bimodal", 0.01, "gpu")
+    done = confirming.confirmed(long, [50, 122, 160, 92])
+    assert (done.by_pair, done.with_search) == (1, 2)
+    # one A/B per change point; then for 122 the span (118, 125], its older half (118, 121], (118, 119] and (119, 120];
+    # for 160 and 92 the span alone, which shows nothing
+    assert (done.abs_by_pair, done.abs_with_search) == (4, 4 + 4 + 1 + 1)
+    # 46 is four commits off, beyond the search (its span alone); 47 three off, found again by five A/Bs: one step
+    assert confirming.confirmed(_history(first), [46, 47, 50]) == confirming.Confirmed(1, 1, 3, 3 + 1 + 5)
+
+
 def test_the_acceptance_run_prints_f1_beside_the_ceiling() -> None:
     series = acceptance.generate([7], per_cell=2)
     results = {("roofwatch", key): run.Outcome(list(h.indexes), 0.0) for key, h in series.items()}
@@ -213,6 +228,10 @@ def test_the_acceptance_run_prints_f1_beside_the_ceiling() -> None:
     assert rows[0][:3] == ["roofwatch", "1.000", "1.000"]  # every change found
     named = next(t for title, t in out.items() if title.startswith("Steps of 10 % or more named"))
     assert named.rows[-1][:2] == ["all", "3 %"] and named.rows[-1][2].startswith("1.000 (")  # each at its commit
+    confirmed = next(t for title, t in out.items() if title.startswith("Steps confirmed at their own commit"))
+    found, by_pair, searched = confirmed.rows[-1][2:5]
+    assert confirmed.rows[-1][:2] == ["all", "roofwatch"] and found == by_pair == searched and int(found) > 0
+    assert confirmed.rows[-1][5] == "1.00 → 1.00"  # each at its commit: no search
     assert rows[-1][0] == "true model, detecting" and 0.0 < float(rows[-1][1]) <= float(rows[-1][2]) <= 1.0
 
 
