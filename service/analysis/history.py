@@ -83,8 +83,8 @@ class Step:
     ``shift`` says what moved in a bimodal series (``changepoints.ChangePoint.shift``): the
     modes' ``location`` or their ``mix``; ``modes`` and ``slow_share`` describe the two modes.
     ``placed``: found by the change-point search, which places a step to within a few commits (its
-    confirmation looks at the neighbours when the pair shows nothing, ``neighbours``); else seen
-    between these very two commits.
+    confirmation looks at the neighbours when the pair shows nothing, ``neighbours``; a bisection by
+    single runs marks its changes so too); else seen between these very two commits.
     """
 
     good: Point

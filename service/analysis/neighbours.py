@@ -1,13 +1,14 @@
 """Where a step named a commit or two off really lies: the A/Bs that find it among its neighbours.
 
 The change-point search places a small step in loud noise to within a few commits, not always at
-its commit (``changepoints.REACH``; on the acceptance histories 12 % of the steps it finds are named
+its commit (``changepoints.REACH``; on the acceptance histories 11 % of the steps it finds are named
 1-3 commits off). A candidate is confirmed by an A/B of exactly the two commits it names, and a step
 that lies one commit later leaves both of them the same code: the A/B finds nothing, and a real
 regression would be dismissed for where it was named rather than for whether it is there.
 
-So a change-point candidate whose pair shows no change is looked for among its neighbours, by A/B
-alone (single runs are what placed it off): first one A/B across the span of commits the search
+A bisection by single runs goes wrong the same way when one run is far off. So a candidate whose
+commit was read from single runs and whose pair shows no change is looked for among its neighbours,
+by A/B alone (single runs are what placed it off): first one A/B across the span of commits the search
 could have confused it with; nothing there rejects it. A change there is halved — the span's older
 end against its middle — down to two adjacent commits, whose A/B confirms it as any candidate's
 does. An A/B never compares more than the span, and a change is only ever confirmed on two

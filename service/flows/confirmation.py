@@ -11,8 +11,8 @@ the candidate's direction. Because the two commits are adjacent, no other step c
 - An A/B in which almost every benchmark moved by one common factor measured the machine, not
   the code (``analysis.environment``): it is counted on the device and measured again. A shift
   that repeats with the same factor is the code after all.
-- A change point the A/B of its pair shows nothing at may have been named a commit or two off:
-  it is sought among its neighbours (``analysis.neighbours``), by an A/B across them and then
+- A change point (or a bisection's step, read from single runs too) the A/B of its pair shows
+  nothing at may have been named a commit or two off: it is sought among its neighbours (``analysis.neighbours``), by an A/B across them and then
   halves of it, and confirmed only on two adjacent commits again. Meanwhile its range is the
   stretch still in play, so a later sighting anywhere in it is the same change.
 """
@@ -252,8 +252,9 @@ def _seek(session: Session, change: Change, comparison: Comparison, result: Comp
     the change (it waits on its next pair, or the step it found is another change's), False when the A/B decides
     it as any candidate's (it moved on two adjacent commits, or not at all).
 
-    A search starts where a change point's own pair showed no change; a move the other way, or an A/B that measured
-    nothing of it, rejects it as before.
+    A search starts where the pair of a candidate read from single runs (``details["placed"]``: a change point, or
+    a bisection's step) showed no change; a move the other way, or an A/B that measured nothing of it, rejects it
+    as before.
     """
     search = _search_of(change)
     if search is None:

@@ -23,7 +23,7 @@ from typing import Literal
 
 from sqlmodel import Session, col, select
 
-from roofwatch.common.vocabulary import NARROWED_STATES, TERMINAL_STATES, ChangeKind
+from roofwatch.common.vocabulary import NARROWED_STATES, PERFORMANCE_KINDS, TERMINAL_STATES, ChangeKind
 from roofwatch.service.analysis import lifecycle
 from roofwatch.service.analysis.correctness import FAILING
 from roofwatch.service.core.keys import bisect_key_prefix, starts_with
@@ -125,6 +125,10 @@ def _narrow_one(session: Session, change: Change, runs: list[Run], sha: str, ski
     if not remaining and not any(entry["verdict"] == "skip" for entry in log):
         first_bad = find_commit(session, change.repository_id, change.range_end_sha) if change.range_end_sha else None
         change.first_bad_commit_id = first_bad.id if first_bad else None
+        if change.kind in PERFORMANCE_KINDS:
+            # named from single runs, one of which a busy host may have moved: a confirmation that shows nothing at
+            # the pair looks at its neighbours (``confirmation``), as it does for a change point's
+            change.details = {**change.details, "placed": True}
         if change.phase == lifecycle.NARROWING:
             change.phase = lifecycle.phase_after_narrowing(change.kind)
     session.add(change)

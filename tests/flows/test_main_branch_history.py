@@ -125,3 +125,21 @@ def test_two_steps_two_commits_apart_in_one_benchmark_are_two_changes(tmp_path: 
     _run(history, env, *[f"c{i}" for i in range(6)])
     assert _verdicts(history, env) == [("perf-regression", "test_rmsnorm", "c2", "new"),
                                        ("perf-regression", "test_rmsnorm", "c4", "new")]
+
+
+def test_a_bisection_misled_by_one_slow_run_still_names_the_first_bad_commit(tmp_path: Path) -> None:
+    """c8 slows rmsnorm 2×. Measured c0-c6 and c8, the step is narrowed by measuring c7, whose one run a busy host
+    slowed 2× too: the bisection names c7, and the A/B of c6 → c7 finds nothing (the slowdown has lapsed). The
+    search among its neighbours A/Bs across c3 → c8, halves it, and confirms c8."""
+    history = plant_history(tmp_path / "kernels-misled", [
+        PlannedCommit("c0", benchmarks={"test_rmsnorm": BASE}),
+        *(PlannedCommit(f"c{i}") for i in range(1, 8)),
+        PlannedCommit("c8", benchmarks={"test_rmsnorm": 2 * BASE}),
+    ], dates="same")
+    history.slow_down(2.0, commits=["c7"], processes=1)
+    env = _env(tmp_path, f"sqlite:///{tmp_path / 'rw.db'}")
+    # The hook's file lies outside the worktree, which the sandbox hides from a suite by design
+    env["ROOFWATCH_SANDBOX"] = "unconfined"
+    _run(history, env, *[f"c{i}" for i in range(7)], "c8")
+    assert history.slowed_processes() == 1  # c7's bisection run, and nothing after it
+    assert _verdicts(history, env) == [("perf-regression", "test_rmsnorm", "c8", "new")]
