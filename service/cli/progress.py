@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from sqlmodel import Session
 
+from roofwatch.service.core.comparison_details import details_of
 from roofwatch.service.core.db import session_scope
 from roofwatch.service.core.models import Comparison, Run
 from roofwatch.service.core.units import seconds
@@ -55,6 +56,10 @@ class Purposes:
     def _look_up(session: Session, activity: Activity) -> str:
         if activity.kind == "comparison":
             comparison = session.get(Comparison, activity.id)
-            return comparison.purpose if comparison is not None else "compare"
+            if comparison is None:
+                return "compare"
+            named = details_of(comparison).get("around")
+            # a confirmation's search among a candidate's neighbours spans several commits: say whose
+            return f"seek the step named at {short(named[0])}..{short(named[1])} across" if named else comparison.purpose
         run = session.get(Run, activity.id)
         return run.trigger if run is not None else "measure"

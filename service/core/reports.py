@@ -189,6 +189,7 @@ class ComparisonDetails(TypedDict, total=False):
     perf_verdict: str
     accepted_missing: list[dict[str, Any]]  # {benchmark: suite::name, by, at, via}
     # What a confirmation did with it: flows/confirmation.
+    around: list[str]  # a search among the neighbours of a candidate named at this pair (last good, first bad)
     applied: bool
     changes: list[int]
     environment_shift: float | None

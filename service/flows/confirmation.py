@@ -83,6 +83,15 @@ def candidate_keys(session: Session, request: Confirm) -> tuple[str, ...]:
                          if pair_of(change) == (request.good_sha, request.bad_sha)}))
 
 
+def around(session: Session, request: Confirm) -> tuple[str, str] | None:
+    """Where the candidates this A/B seeks were named, when it is a search among their neighbours (else None)."""
+    for change in _waiting(session, request.repository_id, request.device_id, request.good_sha, request.bad_sha):
+        named = change.details.get("named")
+        if _search_of(change) is not None and named:
+            return named[0], named[1]
+    return None
+
+
 def pair_of(change: Change) -> tuple[str | None, str | None]:
     """The two commits whose A/B decides ``change`` next: its range's ends, or where its search among its
     neighbours stands (its range is then all the commits still in play)."""

@@ -141,8 +141,10 @@ def _confirm(request: Confirm) -> None:
         good = find_commit(session, request.repository_id, request.good_sha)
         bad = find_commit(session, request.repository_id, request.bad_sha)
         assert good is not None and bad is not None  # both ends of a candidate were measured
+        named = confirmation.around(session, request)
         _, job = ab.prepare(session, repository, good, bad, key, purpose=confirmation.PURPOSE,
-                            only=confirmation.candidate_keys(session, request))
+                            only=confirmation.candidate_keys(session, request),
+                            details={"around": list(named)} if named else None)
         device_class = device.device_class
     log.info("confirming %s..%s on %s by A/B (comparison %s, attempt %d)", request.good_sha[:12],
              request.bad_sha[:12], device_class, job.comparison_id, request.attempt)

@@ -55,10 +55,17 @@ def test_purposes_come_from_the_run_and_the_comparison(roofwatch_env: Path) -> N
         run = Run(repository_id=repository.id, commit_id=bad.id, trigger="bisect", idempotency_key="k")  # type: ignore[arg-type]
         comparison = Comparison(repository_id=repository.id, base_commit_id=good.id, head_commit_id=bad.id,  # type: ignore[arg-type]
                                 purpose="confirm", idempotency_key="c")
-        session.add_all([run, comparison])
+        # a confirmation's search among the neighbours of a candidate named at two other commits
+        search = Comparison(repository_id=repository.id, base_commit_id=good.id, head_commit_id=bad.id,  # type: ignore[arg-type]
+                            purpose="confirm", idempotency_key="s", details={"around": ["5" * 40, "6" * 40]})
+        session.add_all([run, comparison, search])
         session.flush()
-        run_id, comparison_id = run.id, comparison.id
+        run_id, comparison_id, search_id = run.id, comparison.id, search.id
     purposes = Purposes()
     assert purposes(Activity("run", run_id, (BAD,), "benchmarks", "start")) == "bisect"  # type: ignore[arg-type]
     assert purposes(Activity("comparison", comparison_id, (GOOD, BAD), "benchmarks", "start",  # type: ignore[arg-type]
                              round=1, rounds=8, side="base")) == "confirm"
+    activity = Activity("comparison", search_id, (GOOD, BAD), "benchmarks", "start", round=1, rounds=8,  # type: ignore[arg-type]
+                        side="base")
+    assert describe(activity, purposes(activity)) == (
+        "seek the step named at 5555555..6666666 across 3f2a9c1..8e0b7d2 · round 1/8 · base benchmarks: running")

@@ -140,6 +140,9 @@ def test_a_bisection_misled_by_one_slow_run_still_names_the_first_bad_commit(tmp
     env = _env(tmp_path, f"sqlite:///{tmp_path / 'rw.db'}")
     # The hook's file lies outside the worktree, which the sandbox hides from a suite by design
     env["ROOFWATCH_SANDBOX"] = "unconfined"
-    _run(history, env, *[f"c{i}" for i in range(7)], "c8")
+    revs = [arg for name in [*(f"c{i}" for i in range(7)), "c8"] for arg in ("--rev", history.shas[name])]
+    done = roofwatch(["run", "--repo", str(history.repo), *revs], env, check=False)
     assert history.slowed_processes() == 1  # c7's bisection run, and nothing after it
     assert _verdicts(history, env) == [("perf-regression", "test_rmsnorm", "c8", "new")]
+    c3, c6, c7, c8 = (history.shas[name][:7] for name in ("c3", "c6", "c7", "c8"))
+    assert f"seek the step named at {c6}..{c7} across {c3}..{c8}" in done.stdout  # what the long A/Bs are for
