@@ -312,13 +312,19 @@ def _another_change_at(session: Session, change: Change) -> Change | None:
 
 def _span(session: Session, change: Change) -> neighbours.Search | None:
     """The search around ``change``'s named pair, among the consecutive commits of its series measured either side
-    (None: no neighbour measured, or a named pair that is no two adjacent commits)."""
+    with the suite's files the pair ran (None: no neighbour measured, or a named pair that is no two adjacent
+    commits). A commit where a suite kept outside the repository changed its files is a step of the benchmark,
+    not of the code (``analysis.suite_files``): the span stops short of it."""
     start, end = change.range_start_position, change.range_end_position
     if change.benchmark_id is None or change.device_id is None or start is None or end != start + 1:
         return None
-    at = {p.position: p.sha for p in benchmark_points(session, change.benchmark_id, change.device_id)}
-    if start not in at or end not in at:
+    benchmark = session.get(Benchmark, change.benchmark_id)
+    points = benchmark_points(session, change.benchmark_id, change.device_id,
+                              suite=benchmark.suite if benchmark is not None else None)
+    files = {p.position: p.files for p in points}
+    if start not in files or end not in files or files[start] != files[end]:
         return None
+    at = {p.position: p.sha for p in points if p.files == files[start]}
     low, high = start, end
     while low - 1 in at and start - low < neighbours.SPAN:
         low -= 1

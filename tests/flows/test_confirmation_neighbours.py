@@ -24,6 +24,7 @@ from roofwatch.service.core.models import (
     Measurement,
     Repository,
     Run,
+    SuiteExecution,
     utcnow,
 )
 from roofwatch.service.flows import confirmation
@@ -237,3 +238,17 @@ def test_a_step_among_the_neighbours_that_is_another_change_already_is_not_named
     assert measured[-1] == (7, 8)
     assert change.phase == "rejected" and change.details["rejected"] == f"the step among its neighbours is change {known_id}"
     assert _change(known_id).phase == "confirmed"
+
+
+def test_the_span_stops_where_the_suite_ran_other_files(history: dict[str, int]) -> None:
+    """From commit 8 on, the suite took its benchmark files from outside the repository at another content: a step
+    there is the benchmark's, never sought as the code's."""
+    with session_scope() as session:
+        for position in POSITIONS:
+            run = session.exec(select(Run).where(Run.commit_id == history[f"commit:{position}"])).one()
+            session.add(SuiteExecution(run_id=run.id, name="benchmarks", kind="benchmark", status="passed",  # type: ignore[arg-type]
+                                       suite_files={"digest": "new" if position >= 8 else "old"}))
+    change_id = _named(history)
+    measured = _settle(history, 7)
+    assert measured[:2] == [NAMED, (2, 7)]
+    assert _change(change_id).phase == "confirmed" and _change(change_id).range_end_position == 7
