@@ -8,8 +8,9 @@ Prints, for every detector side by side and beside the true-model oracles (``cei
 scanning oracle of ``scanning.py``, told the noise but not the steps, scored as a detector; with
 ``--reading``, the same scanner under the noise it reads itself, ``reading.py``): recall
 per noise kind × step size and per noise level, F1 and false alarms per kind, the overall scores,
-F1 on the location changes beside the oracle's, and roofwatch's goals (met or not), each recall
-goal a share of the oracle's recall on the same steps. roofwatch's parameters are chosen on
+F1 on the location changes beside the oracle's, how often a large step is named at its very commit,
+what the service's confirming A/Bs make of the change points (``confirming.py``), and roofwatch's
+goals (met or not), each recall goal a share of the oracle's recall on the same steps. roofwatch's parameters are chosen on
 ``TUNING_SEEDS``; the defaults are never tuned on.
 """
 
