@@ -75,12 +75,10 @@ def candidate_keys(session: Session, request: Confirm) -> tuple[str, ...]:
 
     Empty when only test outcomes wait (those are compared in round one, whatever is measured).
     """
-    rows = session.exec(select(Change, Benchmark.suite, Benchmark.name)
-                        .join(Benchmark, col(Change.benchmark_id) == Benchmark.id)
-                        .where(Change.repository_id == request.repository_id, Change.device_id == request.device_id,
-                               Change.phase == lifecycle.CONFIRMING)).all()
-    return tuple(sorted({f"{suite}::{name}" for change, suite, name in rows
-                         if pair_of(change) == (request.good_sha, request.bad_sha)}))
+    ids = {c.benchmark_id for c in _waiting(session, request.repository_id, request.device_id, request.good_sha,
+                                            request.bad_sha) if c.benchmark_id is not None}
+    rows = session.exec(select(Benchmark.suite, Benchmark.name).where(col(Benchmark.id).in_(ids))).all() if ids else []
+    return tuple(sorted({f"{suite}::{name}" for suite, name in rows}))
 
 
 def around(session: Session, request: Confirm) -> tuple[str, str] | None:
@@ -267,7 +265,7 @@ def _seek(session: Session, change: Change, comparison: Comparison, result: Comp
     """
     search = _search_of(change)
     if search is None:
-        if moved or result.direction != "none" or not change.details.get("placed") or change.details.get("named"):
+        if moved or result.direction != "none" or not change.details.get("placed"):
             return False
         search = _span(session, change)
         if search is None:
@@ -283,7 +281,10 @@ def _seek(session: Session, change: Change, comparison: Comparison, result: Comp
             # there is another change of the series already (the span held it), which this one never was
             _set_range(session, change, *search.to_measure())
             change.details = {k: v for k, v in change.details.items() if k != "neighbours"}
-            other = _another_change_at(session, change)
+            other = changes.find_same(
+                session, repository_id=change.repository_id, kind=change.kind, device_id=change.device_id,
+                benchmark_id=change.benchmark_id, test_id=change.test_id, start=change.range_start_position,
+                end=change.range_end_position, besides=change.id, rejected=False)  # type: ignore[arg-type]
             if other is not None:
                 change.phase = lifecycle.REJECTED
                 change.details = {**change.details, "comparison_id": comparison.id,
@@ -297,17 +298,6 @@ def _seek(session: Session, change: Change, comparison: Comparison, result: Comp
     change.first_bad_commit_id = None
     session.add(change)
     return True
-
-
-def _another_change_at(session: Session, change: Change) -> Change | None:
-    """A change of ``change``'s series and direction, not rejected, whose range shares a commit with its range."""
-    rows = session.exec(select(Change).where(
-        Change.repository_id == change.repository_id, Change.kind == change.kind, Change.device_id == change.device_id,
-        Change.benchmark_id == change.benchmark_id, Change.id != change.id, Change.phase != lifecycle.REJECTED)
-        .order_by(col(Change.id))).all()
-    return next((other for other in rows if other.range_end_position is not None and lifecycle.overlaps(
-        change.range_start_position, change.range_end_position,  # type: ignore[arg-type]
-        other.range_start_position, other.range_end_position)), None)
 
 
 def _span(session: Session, change: Change) -> neighbours.Search | None:

@@ -15,7 +15,7 @@ from sqlmodel import Session, col, select
 
 from roofwatch.common.vocabulary import ChangeKind
 from roofwatch.service.analysis.failure_groups import shown_name
-from roofwatch.service.analysis.lifecycle import CONFIRMED, overlaps
+from roofwatch.service.analysis.lifecycle import CONFIRMED, REJECTED, overlaps
 from roofwatch.service.core.models import Change, Commit
 
 
@@ -26,15 +26,21 @@ def shown() -> ColumnElement[bool]:
 
 def find_same(session: Session, *, repository_id: int, kind: str, device_id: int | None,
               benchmark_id: int | None = None, test_id: str | None = None, also_test_ids: Collection[str] = (),
-              start: int | None, end: int) -> Change | None:
+              start: int | None, end: int, besides: int | None = None, rejected: bool = True) -> Change | None:
     """The known change this sighting ``(start, end]`` (positions) is, if any.
 
     ``also_test_ids``: other ids the same change may be stored under — a test function's
     parametrizations, each of which was a change of its own before failures were grouped.
+    ``besides``: a change that is not the one sought (the sighting's own); ``rejected``: whether a
+    rejected change counts (a sighting of one is that one; a search that lands on it is not).
     """
     same_test = col(Change.test_id).in_([test_id, *also_test_ids]) if also_test_ids else Change.test_id == test_id
     query = select(Change).where(
         Change.repository_id == repository_id, Change.kind == kind, Change.benchmark_id == benchmark_id, same_test)
+    if besides is not None:
+        query = query.where(Change.id != besides)
+    if not rejected:
+        query = query.where(Change.phase != REJECTED)
     if device_id is not None:
         # Correctness outcomes do not depend on the device's epoch the way timings do, but a
         # failure seen on another GPU model is still its own sighting.
