@@ -12,7 +12,7 @@ the candidate's direction. Because the two commits are adjacent, no other step c
   the code (``analysis.environment``): it is counted on the device and measured again. A shift
   that repeats with the same factor is the code after all.
 - A change point (or a bisection's step, read from single runs too) the A/B of its pair shows
-  nothing at may have been named a commit or two off: it is sought among its neighbours (``analysis.neighbours``), by an A/B across them and then
+  nothing at (no change, or nothing settled by its last A/B) may have been named a commit or two off: it is sought among its neighbours (``analysis.neighbours``), by an A/B across them and then
   halves of it, and confirmed only on two adjacent commits again. Meanwhile its range is the
   stretch still in play, so a later sighting anywhere in it is the same change.
 """
@@ -260,12 +260,14 @@ def _seek(session: Session, change: Change, comparison: Comparison, result: Comp
     it as any candidate's (it moved on two adjacent commits, or not at all).
 
     A search starts where the pair of a candidate read from single runs (``details["placed"]``: a change point, or
-    a bisection's step) showed no change; a move the other way, or an A/B that measured nothing of it, rejects it
-    as before.
+    a bisection's step) did not show its step: no change, or still nothing settled after the pair's last A/B (two
+    commits of the same code may come out inconclusive on a busy machine, as they do no change on a quiet one). A
+    move the other way, or an A/B that measured nothing of it, rejects it as before.
     """
     search = _search_of(change)
     if search is None:
-        if moved or result.direction != "none" or not change.details.get("placed"):
+        # an inconclusive result reaches here only from the last A/B allowed (``_decide``)
+        if moved or result.direction not in ("none", "inconclusive") or not change.details.get("placed"):
             return False
         search = _span(session, change)
         if search is None:

@@ -79,8 +79,9 @@ def _named(ids: dict[str, int], placed: bool = True, kind: str = "perf-regressio
         return change.id  # type: ignore[return-value]
 
 
-def _ab(ids: dict[str, int], good: str, bad: str, ratio: float, attempt: int = 0) -> int:
-    """A finished confirm A/B of ``good`` → ``bad`` whose head/base median is ``ratio``; beyond 1.1× is significant."""
+def _ab(ids: dict[str, int], good: str, bad: str, ratio: float, attempt: int = 0, *, settled: bool = True) -> int:
+    """A finished confirm A/B of ``good`` → ``bad`` whose head/base median is ``ratio``; beyond 1.1× is significant.
+    ``settled=False``: its rounds could not tell (inconclusive)."""
     positions = {_sha(p): p for p in POSITIONS}
     with session_scope() as session:
         repository = session.get(Repository, ids["repository"])
@@ -93,7 +94,9 @@ def _ab(ids: dict[str, int], good: str, bad: str, ratio: float, attempt: int = 0
         session.add(comparison)
         session.flush()
         direction = "regression" if ratio > 1.1 else "improvement" if ratio < 1 / 1.1 else "none"
-        reason = "not significant (p=0.5 ≥ 0.05)" if direction == "none" else direction
+        direction = direction if settled else "inconclusive"
+        reason = {"none": "not significant (p=0.5 ≥ 0.05)",
+                  "inconclusive": "the 99 % interval is wider than ±2 %"}.get(direction, direction)
         session.add(ComparisonResult(
             comparison_id=comparison.id, benchmark_id=ids["benchmark"], base_median=1.0, head_median=ratio,  # type: ignore[arg-type]
             change_pct=(ratio - 1) * 100, q_value=1e-4 if direction != "none" else 0.5, threshold_pct=5.0,
@@ -160,6 +163,30 @@ def test_no_step_among_the_neighbours_rejects_it_after_one_more_ab(history: dict
     assert change.phase == "rejected"
     assert change.details["rejected"].endswith(f"not found among the commits around {_sha(6)[:12]}, where it "
                                                "was named, either")
+
+
+@pytest.mark.parametrize("placed", [True, False])
+def test_a_pair_still_inconclusive_after_its_last_ab_is_sought_among_the_neighbours(history: dict[str, int],
+                                                                                    placed: bool) -> None:
+    """Two commits of the same code may stay inconclusive within a few rounds on a busy machine: the pair is
+    measured again, and once its last A/B is spent a placed step is sought among its neighbours, as after no
+    change; one the adjacent test saw between the pair's own samples is rejected."""
+    change_id = _named(history, placed=placed)
+    for attempt in range(confirmation.MAX_ATTEMPTS):
+        with session_scope() as session:
+            asked = confirmation.pending(session, history["repository"])
+        assert [(a.good_sha, a.bad_sha, a.attempt) for a in asked] == [(_sha(5), _sha(6), attempt)]
+        comparison = _ab(history, _sha(5), _sha(6), 1.0, attempt, settled=False)
+        with session_scope() as session:
+            confirmation.apply(session, comparison)
+    measured = _settle(history, 8)
+    change = _change(change_id)
+    if not placed:
+        assert measured == [] and change.phase == "rejected"
+        return
+    assert measured[0] == (2, 9) and measured[-1] == (7, 8)
+    assert change.phase == "confirmed" and change.first_bad_commit_id == history["commit:8"]
+    assert change.details["named"] == [_sha(5), _sha(6)]
 
 
 def test_a_step_the_adjacent_test_saw_is_decided_on_its_pair_alone(history: dict[str, int]) -> None:

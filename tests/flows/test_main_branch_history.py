@@ -11,6 +11,7 @@ where the code returned.
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,23 @@ PLANTED = sorted([
     ("correctness-failure", check_id("test_softmax").split("::", 1)[1], "c3", "fixed"),
     ("perf-improvement", "test_matmul", "c5", "new"),
 ])
+
+
+def _story(database: Path, history: PlantedHistory, done: object) -> str:
+    """What a failed assertion needs to tell why: every candidate's fate, every A/B's answer, and the run's log."""
+    names = {sha: name for name, sha in history.shas.items()}
+    with sqlite3.connect(database) as db:
+        shas = dict(db.execute("SELECT id, sha FROM 'commit'"))
+        lines = [f"change {cid} {kind} {phase} {names.get(start)}..{names.get(end)}: "
+                 f"{json.loads(details or '{}').get('rejected', '')}"
+                 for cid, kind, phase, start, end, details in db.execute(
+                     "SELECT id, kind, phase, range_start_sha, range_end_sha, details FROM change")]
+        lines += [f"A/B {names.get(shas.get(base))}..{names.get(shas.get(head))} {key.rsplit(':', 1)[-1]} "
+                  f"{state}: {direction} {reason}"
+                  for base, head, key, state, direction, reason in db.execute(
+                      "SELECT c.base_commit_id, c.head_commit_id, c.idempotency_key, c.state, r.direction, r.reason "
+                      "FROM comparison c LEFT JOIN comparisonresult r ON r.comparison_id = c.id ORDER BY c.id")]
+    return "\n".join([*lines, str(getattr(done, "stdout", ""))[-4000:], str(getattr(done, "stderr", ""))[-4000:]])
 
 
 def _planted(found: list[tuple[str, str, str, str]]) -> list[tuple[str, str, str, str]]:
@@ -142,7 +160,8 @@ def test_a_bisection_misled_by_one_slow_run_still_names_the_first_bad_commit(tmp
     env["ROOFWATCH_SANDBOX"] = "unconfined"
     revs = [arg for name in [*(f"c{i}" for i in range(7)), "c8"] for arg in ("--rev", history.shas[name])]
     done = roofwatch(["run", "--repo", str(history.repo), *revs], env, check=False)
-    assert history.slowed_processes() == 1  # c7's bisection run, and nothing after it
-    assert _verdicts(history, env) == [("perf-regression", "test_rmsnorm", "c8", "new")]
+    story = _story(tmp_path / "rw.db", history, done)
+    assert history.slowed_processes() == 1, story  # c7's bisection run, and nothing after it
+    assert _verdicts(history, env) == [("perf-regression", "test_rmsnorm", "c8", "new")], story
     c3, c6, c7, c8 = (history.shas[name][:7] for name in ("c3", "c6", "c7", "c8"))
-    assert f"seek the step named at {c6}..{c7} across {c3}..{c8}" in done.stdout  # what the long A/Bs are for
+    assert f"seek the step named at {c6}..{c7} across {c3}..{c8}" in done.stdout, story  # what the long A/Bs are for
