@@ -21,6 +21,7 @@ from roofwatch.common.redaction import redact
 from roofwatch.common.task_names import queue_name
 from roofwatch.common.vocabulary import RunState
 from roofwatch.service.analysis.failure_groups import parametrizations_text
+from roofwatch.service.cli import exit_codes
 from roofwatch.service.cli.consoles import inert, inert_lines
 from roofwatch.service.cli.progress import describe
 from roofwatch.service.core.config import get_settings
@@ -33,8 +34,6 @@ from roofwatch.workers.activity import local_activity
 
 ERROR_SHOWN = 20_000  # characters of the error shown: every unfinished suite's reason and last 20 lines
 
-# Exit codes: a CI step can gate on them.
-EXIT = {"no-change": 0, "improvement": 0, "regression": 1, "failure": 1, "missing": 1, "inconclusive": 3, "errored": 2}
 
 
 @dataclass(frozen=True)
@@ -72,7 +71,7 @@ def execute(request: CompareRequest, console: Console) -> tuple[int, ComparisonR
     data = manual_compare.report(job.comparison_id, getpass.getuser() if request.accept_missing else None)
     if data.get("state") == RunState.FAILED:  # a suite did not finish: the verdict rests on what did, so it fails
         return 1, data
-    return EXIT.get(data["verdict"], 2), data
+    return exit_codes.of_verdict(data["verdict"]), data
 
 
 @contextmanager

@@ -404,8 +404,9 @@ def verdict(
     decision is the service's own. Exit status: 0 no regression, 1 regression, 3 inconclusive,
     2 bad input.
     """
+    from roofwatch.service.cli import exit_codes
     from roofwatch.service.cli.compare import render
-    from roofwatch.service.cli.verdict import EXIT, decide, split_sides
+    from roofwatch.service.cli.verdict import decide, split_sides
     from roofwatch.service.core.errors import RoofwatchError
 
     if format_ not in ("table", "json"):
@@ -419,7 +420,7 @@ def verdict(
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
     else:
         render(console, data)
-    raise typer.Exit(EXIT[data["verdict"]])
+    raise typer.Exit(exit_codes.of_verdict(data["verdict"]))
 
 
 @app.command()

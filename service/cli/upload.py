@@ -13,6 +13,7 @@ from rich.console import Console
 
 from roofwatch.common.redaction import redact
 from roofwatch.result_files.uploads import FORMATS
+from roofwatch.service.cli import exit_codes
 from roofwatch.service.cli.consoles import inert, inert_lines
 
 console = Console()
@@ -33,8 +34,9 @@ def upload(
 ) -> None:
     """Store results measured elsewhere; they are analysed like roofwatch's own runs.
 
-    Exit status: 0 stored (or already stored), 1 the pull request regressed, 2 bad input
-    (unknown format, unreadable file, unknown repository or SHA, device mismatch).
+    Exit status: 0 stored (or already stored) and, with ``--pr``, no change or an improvement; 1 the pull
+    request regressed or lacks a benchmark of the base nobody accepted (its check is not green); 3 its verdict
+    is inconclusive; 2 bad input (unknown format, unreadable file, unknown repository or SHA, device mismatch).
     """
     if output not in ("table", "json"):
         err.print(f"[bold red]error:[/] --output must be table or json, not {output!r}")
@@ -61,4 +63,5 @@ def upload(
             console.print(f"  [yellow]{inert(line)}[/]: not confirmed (uploaded, not re-measured; A/B and bisection need a runner)")
         if outcome.comparison_id is not None:
             console.print(f"pull request #{pr}: {inert(outcome.verdict)} (comparison {outcome.comparison_id})")
-    raise typer.Exit(1 if outcome.verdict == "regression" else 0)
+    # as `roofwatch compare` exits for the same verdict: a check that is not green fails the CI step
+    raise typer.Exit(exit_codes.of_verdict(outcome.verdict) if outcome.verdict is not None else 0)

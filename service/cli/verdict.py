@@ -22,7 +22,6 @@ from roofwatch.service.core.reports import BenchmarkVerdictRow, ComparisonReport
 from roofwatch.service.core.verdict_rows import GATED, verdict_row
 from roofwatch.suite_config.min_effect import parse_min_effect
 
-EXIT = {"no-change": 0, "improvement": 0, "regression": 1, "missing": 1, "inconclusive": 3}
 SUITE = "results"
 
 

@@ -274,6 +274,34 @@ def test_the_cli_uploads_and_refuses_bad_input(roofwatch_env: Path, legacy_repo:
     assert gone.returncode == 2 and "is not a commit of" in gone.stderr
 
 
+@pytest.mark.parametrize(("head_samples", "verdict", "status"), [
+    ("same", "no-change", 0),
+    ("only the first", "missing", 1),  # the head's file lacks the base's second benchmark
+    ("spread wide", "inconclusive", 3),
+])
+def test_a_pull_request_upload_exits_as_its_check_reads(roofwatch_env: Path, legacy_repo: dict[str, str],
+                                                        shared_corpus: Path, tmp_path: Path, head_samples: str,
+                                                        verdict: str, status: int) -> None:
+    """A CI step running `roofwatch upload --pr` fails where the pull request's check is not green, and exits 3
+    where it is undecided, as `roofwatch compare` does for the same verdict."""
+    template = sorted((shared_corpus / "formats" / QUTIP).glob("*.json"))[0]
+    names = [b["name"] for b in json.loads(template.read_text())["benchmarks"]][:2]
+    steady = [0.020 * (1 + 0.004 * ((i * 7) % 5 - 2)) for i in range(10)]
+    wide = [2 * v for v in steady[:6]] + [3.6 * v for v in steady[6:]]  # as in the API's spread-wide case
+    heads = {"same": {names[0]: steady, names[1]: steady}, "only the first": {names[0]: steady},
+             "spread wide": {names[0]: wide, names[1]: steady}}
+    base = _with_samples(template, tmp_path / "base.json", {names[0]: steady, names[1]: steady})
+    head = _with_samples(template, tmp_path / "head.json", heads[head_samples])
+    env = {"ROOFWATCH_DATA_DIR": str(roofwatch_env)}
+    device = ["--device-class", "NVIDIA H100 80GB HBM3"]
+    roofwatch(["repo", "add", REPO, "--clone-url", legacy_repo["path"]], env)
+    roofwatch(["upload", str(base), "--repo", REPO, "--commit", legacy_repo["base"], *device], env)
+    done = roofwatch(["upload", str(head), "--repo", REPO, "--commit", legacy_repo["head"], *device,
+                      "--pr", "9", "--base", legacy_repo["base"], "--output", "json"], env, check=False)
+    assert json.loads(done.stdout)["verdict"] == verdict, done.stdout + done.stderr
+    assert done.returncode == status
+
+
 def test_an_uploaded_file_is_stored_redacted(roofwatch_env: Path, legacy_repo: dict[str, str],
                                              shared_corpus: Path, tmp_path: Path) -> None:
     """A team's result file is text from its CI: a token or a credentialed URL in it is never stored."""
