@@ -35,7 +35,6 @@ from roofwatch.workers.activity import local_activity
 ERROR_SHOWN = 20_000  # characters of the error shown: every unfinished suite's reason and last 20 lines
 
 
-
 @dataclass(frozen=True)
 class CompareRequest:
     asked: manual_compare.Asked
