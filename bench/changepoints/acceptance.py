@@ -2,10 +2,11 @@
 
     python -m bench.changepoints [--seeds 300,301,302 | 300-319] [--per-cell 20] [--detectors a,b,...]
                                  [--jobs J] [--markdown FILE] [--misses FILE] [--tolerance T] [--scanning M,...]
-                                 [--reading M,...]
+                                 [--fitted M,...] [--reading M,...]
 
 Prints, for every detector side by side and beside the true-model oracles (``ceiling.py``, and the
 scanning oracle of ``scanning.py``, told the noise but not the steps, scored as a detector; with
+``--fitted``, the same oracle fitting a drift's curve rather than told it, ``fitted.py``; with
 ``--reading``, the same scanner under the noise it reads itself, ``reading.py``): recall
 per noise kind × step size and per noise level, F1 and false alarms per kind, the overall scores,
 F1 on the location changes beside the oracle's, how often a large step is named at its very commit,
@@ -27,7 +28,7 @@ from dataclasses import asdict, dataclass, fields
 
 from rich.console import Console
 
-from bench.changepoints import ceiling, confirming, histories, reading, scanning
+from bench.changepoints import ceiling, confirming, fitted, histories, reading, scanning
 from bench.changepoints.histories import KINDS, NOISE_LEVELS, STEP_SIZES, Change, History
 from bench.changepoints.report import Table, fmt, print_rich, to_markdown
 from bench.changepoints.run import DETECTORS, Job, Outcome, Results, run_all, usable_detectors
@@ -270,6 +271,9 @@ SCANNING_NOTE = ("scanning = told each history's noise model but not its steps: 
 READING_NOTE = ("reading = the same scanner told nothing: under the noise model it reads from each history (roofwatch's "
                 "steps and drift, then the likeliest of a normal, a t, a half-t, episodes and two modes), its penalty "
                 "calibrated per reading to 0.05 false alarms per clean history (reading.py).")
+FITTED_NOTE = ("fitted = the scanning oracle, but on drifting histories told only the jitter's σ: the drift's curve "
+               "(none, a line, a sinusoid or a warm-up) fitted jointly with the steps, its penalty calibrated per "
+               "noise level to 0.05 false alarms per clean drifting history (fitted.py).")
 ORACLE_NOTE = ("true model = told each step exists and where its true neighbours are, the maximum-likelihood split "
                "under the noise that made the history; detecting = the same, counted only when its likelihood gain "
                "passes what clean histories of its kind pass at 0.05 false alarms per series (ceiling.py). share = "
@@ -278,7 +282,7 @@ ORACLE_NOTE = ("true model = told each step exists and where its true neighbours
 
 def scanner_notes(rows: Sequence[str]) -> list[str]:
     """The note of each scanner (scanning oracle, reading scanner) with a row among ``rows``."""
-    return [note for prefix, note in (("scanning", SCANNING_NOTE), ("reading", READING_NOTE))
+    return [note for prefix, note in (("scanning", SCANNING_NOTE), ("fitted", FITTED_NOTE), ("reading", READING_NOTE))
             if any(row.startswith(prefix) for row in rows)]
 
 
@@ -488,6 +492,22 @@ def scan(series: dict[str, History], multipliers: Sequence[float], processes: in
                        lambda: scanning.detections(list(series.values()), table, multipliers, processes))
 
 
+def fitted_name(multiplier: float) -> str:
+    """The fitted scanner's row at ``multiplier`` × its calibrated penalty."""
+    return "fitted" if multiplier == 1.0 else f"fitted ×{multiplier:g}"
+
+
+def fitted_scan(series: dict[str, History], multipliers: Sequence[float], processes: int, calibration: int
+                ) -> tuple[Results, list[str]]:
+    """The scanning oracle with the drift's curve fitted rather than told, on every history at each multiplier, as
+    results, and its rows' names."""
+    if not multipliers:
+        return {}, []
+    told, curve_fitted = scanning.penalties(processes, calibration), fitted.penalties(processes, calibration)
+    return _timed_rows(series, multipliers, fitted_name,
+                       lambda: fitted.detections(list(series.values()), told, curve_fitted, multipliers, processes))
+
+
 def reading_name(multiplier: float) -> str:
     """The reading scanner's row at ``multiplier`` × its calibrated penalty."""
     return "reading" if multiplier == 1.0 else f"reading ×{multiplier:g}"
@@ -516,6 +536,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--scanning", type=_multipliers, default=[1.0], metavar="M[,M...]",
                         help="the scanning oracle's penalty multipliers (scanning.py), one row each; 1 is the "
                              "false-alarm budget; 'none' leaves it out (default: 1)")
+    parser.add_argument("--fitted", type=_multipliers, default=[], metavar="M[,M...]",
+                        help="the fitted scanner's penalty multipliers (fitted.py: the scanning oracle with a drift's "
+                             "curve fitted, not told), one row each (default: none)")
     parser.add_argument("--reading", type=_multipliers, default=[], metavar="M[,M...]",
                         help="the reading scanner's penalty multipliers (reading.py: the scanner under the noise it "
                              "reads itself), one row each (default: none)")
@@ -551,10 +574,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     with console.status("the scanning oracle: its penalties, then every history"):
         scanned_results, scanned = scan(series, args.scanning, args.jobs, ceiling.CALIBRATION_SERIES)
     results |= scanned_results
+    with console.status("the fitted scanner: its penalties, then every history"):
+        fitted_results, fitted_rows = fitted_scan(series, args.fitted, args.jobs, ceiling.CALIBRATION_SERIES)
+    results |= fitted_results
     with console.status("the reading scanner: its penalties, then every history"):
         read_results, read_rows = read_scan(series, args.reading, args.jobs, ceiling.CALIBRATION_SERIES)
     results |= read_results
-    beside = [*scanned, *read_rows]
+    beside = [*scanned, *fitted_rows, *read_rows]
     out = tables(series, [*detectors, *beside], results, args.tolerance, seeds, oracle, beside)
     for table in out:
         print_rich(console, table)

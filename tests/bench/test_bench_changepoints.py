@@ -19,6 +19,7 @@ from bench.changepoints import (
     acceptance,
     ceiling,
     confirming,
+    fitted,
     generator,
     histories,
     host,
@@ -402,6 +403,57 @@ def test_the_detecting_oracle_spends_its_false_alarms_on_clean_histories() -> No
     assert {(k, n) for k, _d, n in thresholds} == {(k, n) for k in histories.KINDS for n in histories.NOISE_LEVELS}
     # a clean gaussian history's largest gain is about half a chi-square's maximum over splits: a few nats
     assert 2.0 < thresholds[("gaussian", "normal", 0.01)] < 8.0
+
+
+# --- the fitted scanner: the scanning oracle fitting a drift's curve -----------------------------------
+
+def test_segment_neighbourhood_gains_what_the_scanning_oracle_gains_in_gaussian_noise() -> None:
+    x = _steps([(40, 0.0), (30, 0.02), (50, 0.005)], 0.01, 1)
+    told = scanning.gains_by_count(scanning.stretch_likelihoods(x, histories.NoiseModel("normal", 0.01)), 3)
+    found = fitted.best_segmentations(fitted.segment_likelihoods(x, 0.01), 3)
+    likelihoods = [fitted.joint_fit(x, fitted.columns("none", 0.0, len(x)), s, 0.01)[0] for s in found]
+    assert np.array(likelihoods) - likelihoods[0] == pytest.approx(told, abs=1e-6)
+    assert found[0] == [] and found[1] == [40]  # the +2 σ step alone, then the bump's two sides within a commit
+    assert len(found[2]) == 2 and all(abs(a - b) <= 1 for a, b in zip(found[2], [40, 70]))
+
+
+def test_a_drift_fitted_as_a_curve_is_no_staircase() -> None:
+    """A clean line or sinusoid of many noise deviations: stairs without a curve, next to nothing with one."""
+    t = np.arange(200)
+    rng = np.random.default_rng(1)
+    for x in (0.04 * t / 200 + rng.normal(0.0, 0.003, 200),  # 13 σ over the series
+              0.02 * np.sin(2 * np.pi * t / 90 + 1) + rng.normal(0.0, 0.003, 200)):  # a period between the grid's
+        assert len(scanning.partition(fitted.segment_likelihoods(x, 0.003), 10.0)) >= 3
+        assert fitted.gains(fitted.fits(x, 0.003))[1] < 10.0
+
+
+def test_a_step_on_a_fitted_sinusoid_is_placed_at_its_commit() -> None:
+    t = np.arange(200)
+    x = 0.02 * np.sin(2 * np.pi * t / 90 + 1) + np.where(t >= 120, -0.01, 0.0)  # -3.3 σ on a ±6.7 σ wave
+    x = x + np.random.default_rng(1).normal(0.0, 0.003, 200)
+    fits = fitted.fits(x, 0.003)
+    assert len(fits[1][1]) == 1 and abs(fits[1][1][0] - 120) <= 1 and fitted.gains(fits)[1] > 100.0
+    assert fitted.gains(fits)[2] - fitted.gains(fits)[1] < 10.0  # a second change gains what noise gives
+
+
+def test_the_acceptance_run_scores_the_fitted_scanner_beside_the_goals() -> None:
+    series = acceptance.generate([7], per_cell=1)
+    results = {("roofwatch", key): run.Outcome(list(h.indexes), 0.0) for key, h in series.items()}
+    rows, names = acceptance.fitted_scan(series, [1.0, 1.5], 2, calibration=8)
+    told = scanning.penalties(2, 8)
+    for key, h in series.items():  # off drifting histories, the scanning oracle's own answer
+        if h.kind != "drift":
+            assert rows[("fitted", key)].detections == scanning.detect(h, [told[(h.kind, h.detail, h.noise)]])[0]
+    assert names == ["fitted", "fitted ×1.5"] and set(rows) == {(n, k) for n in names for k in series}
+    assert all(len(rows[("fitted ×1.5", k)].detections) <= len(rows[("fitted", k)].detections) for k in series)
+    big = [(k, c.index) for k, h in series.items() for c in h.changes  # steps of 3 noise deviations or more
+           if h.kind == "drift" and abs(c.size) >= 3 * h.noise]
+    assert big and all(any(abs(d - i) <= 3 for d in rows[("fitted", k)].detections) for k, i in big)
+    out = {t.title: t for t in acceptance.tables(series, ["roofwatch", *names], results | rows, 3, [7],
+                                                 _oracle(series), names)}
+    assert out["roofwatch against its goals"].columns[-2:] == names
+    assert any("fitted.py" in note for note in out["roofwatch against its goals"].notes)
+    assert acceptance.parse_args([]).fitted == [] and acceptance.parse_args(["--fitted", "1.25"]).fitted == [1.25]
 
 
 # --- the scanning oracle: told the noise, not the steps ----------------------------------------------
