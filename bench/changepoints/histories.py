@@ -42,6 +42,7 @@ import numpy as np
 
 KINDS: tuple[str, ...] = ("gaussian", "heavy-tail", "spikes", "bimodal", "drift")
 NOISE_LEVELS: tuple[float, ...] = (0.003, 0.01, 0.03)
+DRIFT_SHAPES: tuple[str, ...] = ("linear", "sinusoid", "warm-up")  # a drifting history's ``detail``
 STEP_SIZES: tuple[float, ...] = (0.01, 0.02, 0.05, 0.10, 0.20, 0.30)
 
 COMMITS = 200
@@ -203,7 +204,7 @@ def _noise(rng: np.random.Generator, kind: str, detail: str, noise: float, n: in
                 NoiseModel("normal", noise, slow_share=share, slow_band=(bottom, bottom + GPU_BAND)))
     if kind == "drift":
         t = np.arange(n, dtype=float)
-        shape = ("linear", "sinusoid", "warm-up")[int(rng.integers(3))]
+        shape = DRIFT_SHAPES[int(rng.integers(len(DRIFT_SHAPES)))]
         if shape == "linear":
             drift = 1.0 + _signed(rng, *LINEAR_TOTAL) * t / (n - 1)
         elif shape == "sinusoid":

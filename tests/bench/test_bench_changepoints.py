@@ -234,6 +234,25 @@ def test_the_acceptance_run_prints_f1_beside_the_ceiling() -> None:
     assert confirmed.rows[-1][:2] == ["all", "roofwatch"] and found == by_pair == searched and int(found) > 0
     assert confirmed.rows[-1][5] == "1.00 → 1.00"  # each at its commit: no search
     assert rows[-1][0] == "true model, detecting" and 0.0 < float(rows[-1][1]) <= float(rows[-1][2]) <= 1.0
+    drifting = out["False alarms per clean drifting history, by drift shape × noise level"]
+    assert [row[:2] for row in drifting.rows] == [[shape, f"{noise * 100:g} %"] for shape in histories.DRIFT_SHAPES
+                                                  for noise in histories.NOISE_LEVELS]
+
+
+def test_drifting_false_alarms_are_counted_per_shape_and_noise_level() -> None:
+    series = acceptance.generate([7], per_cell=4)  # draws clean linear histories at 1 % and warm-ups at 3 %
+    # one detection on every clean linear history at 1 % noise, two on every clean warm-up at 3 %, none elsewhere
+    spent = {("linear", 0.01): [50], ("warm-up", 0.03): [40, 120]}
+    results = {("roofwatch", key): run.Outcome(list(h.indexes) or spent.get((h.detail, h.noise), []), 0.0)
+               for key, h in series.items()}
+    table = acceptance.drift_alarm_table(list(series), series, results, ["roofwatch"])
+    cells = {(row[0], row[1]): row[2] for row in table.rows}
+    for shape in histories.DRIFT_SHAPES:
+        for noise in histories.NOISE_LEVELS:
+            clean = sum(h.detail == shape and h.noise == noise and not h.changes for h in series.values())
+            alarms = len(spent.get((shape, noise), [])) * clean
+            assert cells[(shape, f"{noise * 100:g} %")].endswith(f"({alarms}/{clean})")
+    assert cells[("linear", "1 %")].startswith("1.000") and cells[("warm-up", "3 %")].startswith("2.000")
 
 
 def test_misses_list_every_unfound_step_with_the_oracles_verdict_and_the_nearest_detection(tmp_path: Path) -> None:
