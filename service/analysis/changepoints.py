@@ -32,7 +32,8 @@ change must be worth is the team's ``min_effect``, applied by the A/B that confi
    low side is short already (``NEAR_FLOOR``) is read again with the floors' own steps. A
    stretch's floor is read ``FLOOR_MARGIN`` commits inside its neighbouring steps.
 5. **Drift** — a smooth drift competes with the steps on BIC (``drift.choose``): a line,
-   warm-ups, cosines, and a sinusoid of the series' own period. When it wins, the steps kept
+   warm-ups, cosines, and a sinusoid of the series' own period (the level steps and the grown ones
+   alike: a rank split sees a trend's two halves as two levels). When it wins, the steps kept
    are those that hold with the drift in, or that stand out of a local line and curve
    (``SHARP_ALPHA``): a clean drifting series keeps none, a step on top of drift stays. A
    curve that would move the series by more than ``drift.MAX_SWING`` must win by a wide margin.
@@ -841,7 +842,9 @@ def _level_steps(x: np.ndarray, noise: Noise, alpha: float, min_size: int, windo
             if floored != grown and one_sided(x, [0, *floored, n]):
                 return y, w, _floor_steps(x, y, w, sums, floored, window, min_size)
     regression = drift.Regression(y, w)
-    choice = drift.choose(regression, candidates, level)
+    # the drift-free account is judged with every step it would report, the rank test's grown ones too: a stretch's
+    # rank split sees a trend's two halves as two levels, and judged without them it beat the drift, then reported them
+    choice = drift.choose(regression, sorted({*candidates, *grown}), sorted({*level, *grown}))
     if choice.columns is None:
         # placed last under a heavy-tailed likelihood: least squares lets one point a few deviations out beside a
         # step (what the Huber clip leaves of an outlier) pull the split several commits

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from scipy import special
 
+from bench.changepoints import histories
 from bench.changepoints.generator import FAMILIES, generate_cell
 from bench.changepoints.score import aggregate
 from roofwatch.service.analysis import changepoints, drift
@@ -246,6 +247,21 @@ WARM_UPS_BETWEEN = {  # time constants between the fixed ones of the drift basis
 def test_a_warm_up_of_its_own_time_constant_is_silent(kind: str, seed: int) -> None:
     """With only the basis' three time constants, a step near commit 20 fitted these better (6 of 48 raised one)."""
     assert detect(_series(WARM_UPS_BETWEEN[kind], seed)) == []
+
+
+@pytest.mark.parametrize(("seed", "noise", "index", "shape"), [
+    (1001, 0.03, 22, "linear"), (1005, 0.03, 85, "linear"), (1007, 0.01, 30, "linear"),
+    (1005, 0.03, 67, "warm-up"), (1013, 0.01, 33, "warm-up"), (1006, 0.03, 56, "sinusoid"),
+    (1010, 0.01, 60, "sinusoid")])
+def test_a_step_the_rank_test_grew_on_a_drift_competes_with_the_drift(seed: int, noise: float, index: int,
+                                                                      shape: str) -> None:
+    """Change-free drifting histories (the acceptance generator's clean stream) that raised steps of 0.6-2.5 % at p
+    10⁻¹⁰-10⁻³: the drift-free account won the drift choice judged without the steps the rank test grew (a rank
+    split sees a trend's two halves as two levels), and was then reported with them. Judged with them, the drift is
+    the better account and nothing is raised. Of 6,000 such histories, 25 raise fewer detections and 11 more."""
+    history = histories.clean_cell("drift", noise, index + 1, seed)[index]
+    assert history.detail == shape and not history.changes
+    assert detect(history.values) == []
 
 
 @pytest.mark.parametrize("tau", [5.0, 20.0, 70.0])
